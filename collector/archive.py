@@ -1,0 +1,170 @@
+"""The run archive on disk: ``runs/<label>/<run_id>/*.parquet``, written atomically.
+
+Every write goes to a temporary file in the same folder, is fsynced, then renamed over
+the target, so a reader (or a crash) never sees a partial Parquet file. A run folder is
+created exclusively: an existing run is never overwritten.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import errno
+import os
+import secrets
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterable
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from collector.schema import (
+    CASES_FILE,
+    ENVIRONMENT_FILE,
+    SAMPLES_FILE,
+    SchemaError,
+    is_valid_run_id,
+    records_to_table,
+    sanitize_label,
+    validate_table,
+)
+
+
+class ArchiveError(Exception):
+    """The run folder cannot be created, written or read; the message names the path."""
+
+
+def new_run_id(now: dt.datetime | None = None) -> str:
+    """A UTC timestamp plus a short random suffix: ``20261202T140512Z-3fa9c1``."""
+    now = now or dt.datetime.now(dt.timezone.utc)
+    return now.strftime("%Y%m%dT%H%M%SZ") + "-" + secrets.token_hex(3)
+
+
+def write_table_atomic(table: pa.Table, path: Path) -> None:
+    """Write ``table`` to ``path`` through a temp file, fsync and rename."""
+    path = Path(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            pq.write_table(table, f, compression="zstd")
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+        _fsync_dir(path.parent)
+    except BaseException as e:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        if isinstance(e, OSError):
+            raise ArchiveError(f"cannot write {path}: {e.strerror or e}") from e
+        raise
+
+
+def _fsync_dir(folder: Path) -> None:
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def check_writable(out: Path) -> None:
+    """Raise ``ArchiveError`` unless runs can be created under ``out``."""
+    out = Path(out)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise ArchiveError(f"cannot create output folder {out}: {e.strerror or e}") from e
+    if not out.is_dir():
+        raise ArchiveError(f"output path {out} is not a folder")
+    try:
+        fd, probe = tempfile.mkstemp(prefix=".imagebench-write-check.", dir=out)
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as e:
+        raise ArchiveError(f"output folder {out} is not writable: {e.strerror or e}") from e
+
+
+@dataclass
+class RunWriter:
+    """Writes one run's three tables, rewriting each atomically as cases finish."""
+
+    folder: Path
+    run_id: str
+    label: str
+
+    @classmethod
+    def create(cls, out: Path, label: str) -> "RunWriter":
+        """Create ``out/<slug(label)>/<new run id>`` exclusively."""
+        slug = sanitize_label(label)
+        base = Path(out) / slug
+        check_writable(Path(out))
+        try:
+            base.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise ArchiveError(f"cannot create {base}: {e.strerror or e}") from e
+        for _ in range(10):
+            run_id = new_run_id()
+            folder = base / run_id
+            try:
+                folder.mkdir()
+            except FileExistsError:
+                continue  # never reuse a folder: pick another suffix
+            except OSError as e:
+                raise ArchiveError(f"cannot create {folder}: {e.strerror or e}") from e
+            return cls(folder=folder, run_id=run_id, label=slug)
+        raise ArchiveError(f"could not find a free run id under {base}")
+
+    @classmethod
+    def reopen(cls, folder: Path) -> "RunWriter":
+        """Open an existing run folder to resume it (same run id, same label)."""
+        folder = Path(folder)
+        env_path = folder / ENVIRONMENT_FILE
+        if not env_path.is_file():
+            raise ArchiveError(f"{folder} is not a run folder: {ENVIRONMENT_FILE} is missing")
+        meta = read_table(env_path, ENVIRONMENT_FILE)[1]
+        run_id, label = meta["run_id"], meta.get("label", folder.parent.name)
+        if not is_valid_run_id(run_id) or folder.name != run_id:
+            raise ArchiveError(f"{env_path}: run id {run_id!r} does not match the folder name {folder.name!r}")
+        if not os.access(folder, os.W_OK):
+            raise ArchiveError(f"run folder {folder} is not writable")
+        return cls(folder=folder, run_id=run_id, label=label)
+
+    def write(self, kind: str, records: Iterable[Any]) -> None:
+        table = records_to_table(kind, records, run_id=self.run_id, label=self.label)
+        write_table_atomic(table, self.folder / kind)
+
+    def write_environment(self, entries: Iterable[Any]) -> None:
+        self.write(ENVIRONMENT_FILE, entries)
+
+    def write_cases(self, cases: Iterable[Any], samples: Iterable[Any]) -> None:
+        # Samples first: a crash between the two leaves samples for a case whose row is
+        # not yet written, which a resume re-measures, never a case row without samples.
+        self.write(SAMPLES_FILE, samples)
+        self.write(CASES_FILE, cases)
+
+
+def read_table(path: Path, kind: str) -> tuple[pa.Table, dict[str, str]]:
+    """Read and validate one run file; raises ``ArchiveError`` naming the file."""
+    try:
+        table = pq.read_table(path)
+    except FileNotFoundError as e:
+        raise ArchiveError(f"{path}: file not found") from e
+    except OSError as e:
+        if e.errno in (errno.EACCES, errno.EPERM):
+            raise ArchiveError(f"{path}: cannot read ({e.strerror})") from e
+        raise ArchiveError(f"{path}: not a readable Parquet file ({e})") from e
+    except Exception as e:  # pyarrow raises ArrowInvalid & co for corrupt files
+        raise ArchiveError(f"{path}: not a readable Parquet file ({e})") from e
+    try:
+        meta = validate_table(kind, table, where=str(path))
+    except SchemaError as e:
+        raise ArchiveError(str(e)) from e
+    return table, meta

@@ -1,0 +1,674 @@
+"""Runs a suite: worker processes, rotated case order, isolation, timeouts, resume.
+
+The parent never imports torch. It starts one worker process per (stack, process index)
+under the stack's interpreter, sends it cases one at a time and writes each finished
+case to the run folder at once. A worker that crashes or hangs costs one case (recorded
+as ``failed`` or ``timeout``); the next case gets a fresh worker. Workers run one at a
+time, so each has the machine to itself.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import fnmatch
+import json
+import os
+import queue
+import signal
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from collector import __version__
+from collector.archive import ArchiveError, RunWriter
+from collector.schema import (
+    CASES_FILE,
+    ENVIRONMENT_FILE,
+    RUN_COMPLETE,
+    RUN_INTERRUPTED,
+    RUN_RUNNING,
+    SAMPLES_FILE,
+    STATUS_FAILED,
+    STATUS_INTERRUPTED,
+    STATUS_OK,
+    STATUS_TIMEOUT,
+    TIMING_NONE,
+    CaseRecord,
+    EnvironmentEntry,
+    SampleRecord,
+    params_to_json,
+)
+from collector.suites import SUITES, default_suite
+from collector.timing import TimingPolicy
+from collector.worker import PROTOCOL_PREFIX
+from collector.workloads import Case, DeviceInfo, registry
+
+PACKAGE_ROOT = str(Path(__file__).resolve().parent.parent)
+PROBE_TIMEOUT_S = 300.0
+
+
+class RunError(Exception):
+    """Bad input or an impossible run; the message names the flag or file."""
+
+
+class Interrupted(Exception):
+    """SIGINT or SIGTERM arrived; ``signum`` says which."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+@dataclass(frozen=True)
+class Stack:
+    """A software stack to measure: an interpreter and the label its runs are filed under."""
+
+    python: str
+    label: str | None = None
+
+
+@dataclass
+class RunOptions:
+    """What ``collector run`` was asked to do."""
+
+    out: Path
+    stacks: list[Stack]
+    suite: str | None = None
+    only: list[str] = field(default_factory=list)
+    processes: int = 3
+    device: str = "auto"
+    image: str | None = None
+    time_budget: float | None = None
+    case_timeout: float | None = None
+    data_dir: str | None = None
+    interleave: bool = False
+    argv: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Planned:
+    """A stack with its probe results, its run writer and the records written so far."""
+
+    stack: Stack
+    device: DeviceInfo
+    fingerprint: list[EnvironmentEntry]
+    writer: RunWriter
+    cases: list[Case]
+    records: list[CaseRecord] = field(default_factory=list)
+    samples: list[SampleRecord] = field(default_factory=list)
+    run_entries: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Task:
+    stack_index: int
+    process: int
+    case: Case
+
+
+class WorkerDied(Exception):
+    """The worker process exited; the message holds how and the end of its stderr."""
+
+
+class WorkerTimeout(Exception):
+    """No answer from the worker within the case's timeout."""
+
+
+class Worker:
+    """One worker process and the thread that reads its protocol lines."""
+
+    def __init__(self, python: str, log_path: Path, env: dict[str, str] | None = None) -> None:
+        self.log_path = log_path
+        self._log = open(log_path, "ab")
+        child_env = dict(os.environ if env is None else env)
+        child_env["PYTHONPATH"] = os.pathsep.join(p for p in (PACKAGE_ROOT, child_env.get("PYTHONPATH")) if p)
+        child_env.setdefault("PYTHONUNBUFFERED", "1")
+        try:
+            self.proc = subprocess.Popen(
+                [python, "-m", "collector.worker"],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=self._log,
+                env=child_env,
+                start_new_session=True,  # Ctrl-C reaches the parent only; it stops the worker
+                text=True,
+                bufsize=1,
+            )
+        except OSError as e:
+            self._log.close()
+            raise RunError(f"cannot start worker with --python {python}: {e.strerror or e}") from e
+        self._messages: queue.Queue[dict[str, Any] | None] = queue.Queue()
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            if line.startswith(PROTOCOL_PREFIX):
+                try:
+                    self._messages.put(json.loads(line[len(PROTOCOL_PREFIX):]))
+                except json.JSONDecodeError:
+                    pass
+        self._messages.put(None)
+
+    def send(self, message: dict[str, Any]) -> None:
+        assert self.proc.stdin is not None
+        try:
+            self.proc.stdin.write(json.dumps(message) + "\n")
+            self.proc.stdin.flush()
+        except (BrokenPipeError, OSError):
+            raise WorkerDied(self.describe_exit()) from None
+
+    def receive(self, timeout: float) -> dict[str, Any]:
+        try:
+            message = self._messages.get(timeout=timeout)
+        except queue.Empty:
+            raise WorkerTimeout() from None
+        if message is None:
+            raise WorkerDied(self.describe_exit())
+        return message
+
+    def describe_exit(self) -> str:
+        try:
+            code = self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            code = None
+        if code is None:
+            how = "stopped answering"
+        elif code < 0:
+            how = f"was killed by signal {signal.Signals(-code).name}"
+        else:
+            how = f"exited with code {code}"
+        tail = self.stderr_tail()
+        return f"worker process {how}" + (f"; its last output:\n{tail}" if tail else "")
+
+    def stderr_tail(self, limit: int = 3000) -> str:
+        self._log.flush()
+        try:
+            data = self.log_path.read_bytes()
+        except OSError:
+            return ""
+        return data[-limit:].decode("utf-8", errors="replace").strip()
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                self.proc.kill()
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            pass
+        self._log.close()
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            try:
+                self.send({"cmd": "exit"})
+                self.proc.wait(timeout=30)
+            except (WorkerDied, subprocess.TimeoutExpired):
+                pass
+        self.kill()
+
+
+def matches(case: Case, patterns: list[str]) -> bool:
+    """True when no patterns are given or the case id or workload matches one (fnmatch)."""
+    if not patterns:
+        return True
+    return any(
+        fnmatch.fnmatchcase(case.case_id, p) or fnmatch.fnmatchcase(case.workload, p) or p in case.case_id
+        for p in patterns
+    )
+
+
+def plan_cases(suite_name: str, device: DeviceInfo, only: list[str]) -> list[Case]:
+    """The cases of ``suite_name`` on ``device`` that match ``only``."""
+    if suite_name not in SUITES:
+        raise RunError(f"--suite {suite_name!r} is not a suite; choose one of: {', '.join(SUITES)}")
+    workloads = registry()
+    suite = SUITES[suite_name]
+    # Workloads named by no suite (added through IMAGEBENCH_EXTRA_WORKLOADS) join every suite.
+    named = {w for s in SUITES.values() for w in s.workloads}
+    extra = [w for w in workloads if w not in named]
+    cases = []
+    for name in list(suite.workloads) + extra:
+        workload = workloads.get(name)
+        if workload is None:
+            continue  # a workload this checkout does not ship yet
+        cases += [c for c in workload.make_cases(suite_name, device) if matches(c, only)]
+    if not cases:
+        what = f" matching --only {' '.join(only)!r}" if only else ""
+        raise RunError(f"suite {suite_name!r} has no cases{what} on this {device.type} device")
+    return cases
+
+
+def rotated(items: list[Any], process: int, processes: int) -> list[Any]:
+    """``items`` rotated so each process starts at a different place (order effects even out)."""
+    if not items:
+        return items
+    shift = (process * len(items)) // max(1, processes)
+    return items[shift:] + items[:shift]
+
+
+def probe(stack: Stack, options: RunOptions, log_path: Path) -> tuple[DeviceInfo, list[EnvironmentEntry]]:
+    """Ask the stack's interpreter for device facts and the fingerprint."""
+    worker = Worker(stack.python, log_path)
+    try:
+        worker.send({"cmd": "probe", "device": options.device, "image": options.image, "argv": options.argv})
+        reply = worker.receive(PROBE_TIMEOUT_S)
+    except WorkerDied as e:
+        raise RunError(f"the stack at --python {stack.python} could not start a worker: {e}") from None
+    except WorkerTimeout:
+        raise RunError(f"the stack at --python {stack.python} did not answer the probe in {PROBE_TIMEOUT_S:.0f} s") from None
+    finally:
+        worker.close()
+    if reply.get("event") == "error":
+        raise RunError(str(reply["error"]).replace("ValueError: ", ""))
+    device = DeviceInfo.from_json(reply["device"])
+    entries = [EnvironmentEntry(*row) for row in reply["fingerprint"]]
+    return device, entries
+
+
+def default_label(device: DeviceInfo, fingerprint: list[EnvironmentEntry]) -> str:
+    """``torch-<version>-<cuda or cpu>`` from the fingerprint, when no --label is given."""
+    values = {(e.section, e.key): e.value for e in fingerprint}
+    version = values.get(("torch", "version"), device.torch_version or "unknown")
+    cuda = values.get(("cuda", "runtime"), "")
+    base = version.split("+")[0]
+    suffix = f"cu{cuda.replace('.', '')}" if cuda and device.is_cuda else "cpu"
+    return f"torch-{base}-{suffix}"
+
+
+class Progress:
+    """Progress on stderr: a rich bar when rich is installed, plain lines otherwise."""
+
+    def __init__(self, total: int, enabled: bool = True) -> None:
+        self.total = total
+        self.done = 0
+        self.start = time.monotonic()
+        self._bar: Any = None
+        if not enabled:
+            return
+        try:
+            from rich.console import Console
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress as Bar, TextColumn, TimeElapsedColumn
+
+            console = Console(stderr=True)
+            self._bar = Bar(
+                TextColumn("[bold]{task.description}", justify="left"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TimeElapsedColumn(),
+                console=console,
+                transient=False,
+            )
+            self._task = self._bar.add_task("starting", total=total)
+            self._bar.start()
+        except ImportError:
+            self._bar = None
+
+    def update(self, description: str, advance: int = 0) -> None:
+        self.done += advance
+        if self._bar is not None:
+            self._bar.update(self._task, description=description[:70], advance=advance)
+        elif advance:
+            elapsed = time.monotonic() - self.start
+            print(f"[{self.done}/{self.total} {elapsed:6.1f}s] {description}", file=sys.stderr, flush=True)
+
+    def stop(self) -> None:
+        if self._bar is not None:
+            self._bar.stop()
+
+
+class Runner:
+    """Executes a plan of tasks across stacks and processes, writing as it goes."""
+
+    def __init__(self, options: RunOptions, planned: list[Planned], progress: bool = True) -> None:
+        self.options = options
+        self.planned = planned
+        self.workers: dict[tuple[int, int], Worker] = {}
+        self.progress_enabled = progress
+        self.in_flight: Task | None = None
+        self.in_flight_started = 0.0
+
+    # -- planning --------------------------------------------------------------------
+    def tasks(self, done: set[tuple[int, str, int]]) -> list[Task]:
+        """Every (stack, process, case) still to run, in execution order."""
+        tasks = []
+        n = self.options.processes
+        per_stack = []
+        for s, p in enumerate(self.planned):
+            stack_tasks = []
+            for proc in range(n):
+                for case in rotated(p.cases, proc, n):
+                    limit = registry()[case.workload].max_processes
+                    if limit is not None and proc >= limit:
+                        continue
+                    if (s, case.case_id, proc) not in done:
+                        stack_tasks.append(Task(s, proc, case))
+            per_stack.append(stack_tasks)
+        if self.options.interleave and len(per_stack) > 1:
+            # A B A B ...: machine drift falls on every stack alike.
+            longest = max(len(t) for t in per_stack)
+            for i in range(longest):
+                for stack_tasks in per_stack:
+                    if i < len(stack_tasks):
+                        tasks.append(stack_tasks[i])
+        else:
+            for stack_tasks in per_stack:
+                tasks += stack_tasks
+        return tasks
+
+    # -- executing -------------------------------------------------------------------
+    def worker_for(self, task: Task) -> Worker:
+        key = (task.stack_index, task.process)
+        worker = self.workers.get(key)
+        if worker is not None and worker.proc.poll() is None:
+            return worker
+        # A new process index for this stack: the previous worker of the stack is done.
+        for other in [k for k in self.workers if k[0] == task.stack_index and k != key]:
+            self.workers.pop(other).close()
+        planned = self.planned[task.stack_index]
+        log = planned.writer.folder / f".worker-{task.process}.log"
+        worker = Worker(planned.stack.python, log)
+        self.workers[key] = worker
+        return worker
+
+    def run(self, tasks: list[Task]) -> None:
+        progress = Progress(len(tasks), enabled=self.progress_enabled)
+        try:
+            for task in tasks:
+                planned = self.planned[task.stack_index]
+                label = planned.writer.label
+                prefix = f"{label} p{task.process} " if len(self.planned) > 1 else f"p{task.process} "
+                progress.update(prefix + task.case.case_id)
+                self.run_task(task)
+                progress.update(prefix + task.case.case_id, advance=1)
+        finally:
+            progress.stop()
+            for worker in self.workers.values():
+                worker.close()
+            self.workers.clear()
+
+    def case_timeout(self, case: Case) -> float:
+        if self.options.case_timeout is not None:
+            return self.options.case_timeout
+        suite = SUITES[self.suite_name()]
+        return registry()[case.workload].timeout_s * suite.timeout_scale
+
+    def suite_name(self) -> str:
+        return self.planned[0].run_entries["suite"]
+
+    def policy(self) -> TimingPolicy:
+        policy = SUITES[self.suite_name()].policy
+        if self.options.time_budget is not None:
+            policy = policy.scaled(budget_s=self.options.time_budget)
+        return policy
+
+    def run_task(self, task: Task) -> None:
+        planned = self.planned[task.stack_index]
+        case = task.case
+        message = {
+            "cmd": "run",
+            "case_id": case.case_id,
+            "workload": case.workload,
+            "params": dict(case.params),
+            "suite": self.suite_name(),
+            "policy": self.policy().__dict__,
+            "process": task.process,
+            "processes": self.options.processes,
+            "device": planned.device.to_json(),
+            "data_dir": self.options.data_dir,
+        }
+        self.in_flight = task
+        self.in_flight_started = time.time()
+        t0 = time.perf_counter()
+        timeout = self.case_timeout(case)
+        try:
+            worker = self.worker_for(task)
+            worker.send(message)
+            reply = worker.receive(timeout)  # "start"
+            while reply.get("event") != "result":
+                reply = worker.receive(max(1.0, timeout - (time.perf_counter() - t0)))
+            result = reply
+        except WorkerTimeout:
+            self.workers.pop((task.stack_index, task.process)).kill()
+            result = self._failure(STATUS_TIMEOUT, f"case did not finish within its timeout of {timeout:.0f} s; the worker was killed")
+        except WorkerDied as e:
+            self.workers.pop((task.stack_index, task.process)).kill()
+            result = self._failure(STATUS_FAILED, str(e))
+        result.setdefault("duration_s", time.perf_counter() - t0)
+        self.record(task, result)
+        self.in_flight = None
+
+    def _failure(self, status: str, error: str) -> dict[str, Any]:
+        return {
+            "status": status,
+            "error": error,
+            "timing": TIMING_NONE,
+            "started_at": self.in_flight_started,
+            "samples": [],
+        }
+
+    def record(self, task: Task, result: dict[str, Any]) -> None:
+        planned = self.planned[task.stack_index]
+        case = task.case
+        planned.records = [r for r in planned.records if not (r.case_id == case.case_id and r.process == task.process)]
+        planned.records.append(
+            CaseRecord(
+                case_id=case.case_id,
+                workload=case.workload,
+                params=params_to_json(case.params),
+                process=task.process,
+                status=result["status"],
+                error=result.get("error"),
+                timing=result.get("timing", TIMING_NONE),
+                device=planned.device.type,
+                started_at=float(result.get("started_at", time.time())),
+                duration_s=float(result.get("duration_s", 0.0)),
+                flops=result.get("flops"),
+                bytes=result.get("bytes"),
+                items=result.get("items"),
+                items_unit=result.get("items_unit"),
+            )
+        )
+        planned.samples = [s for s in planned.samples if not (s.case_id == case.case_id and s.process == task.process)]
+        for s in result.get("samples", []):
+            planned.samples.append(SampleRecord(case_id=case.case_id, process=task.process, **s))
+        planned.writer.write_cases(planned.records, planned.samples)
+
+    def record_interrupted(self) -> None:
+        """Mark the case in flight as interrupted (it is re-run by --resume)."""
+        task = self.in_flight
+        if task is None:
+            return
+        for key in list(self.workers):
+            self.workers.pop(key).kill()
+        self.record(task, self._failure(STATUS_INTERRUPTED, "the run was interrupted while this case ran"))
+        self.in_flight = None
+
+
+def environment_rows(planned: Planned, status: str) -> list[EnvironmentEntry]:
+    rows = [e for e in planned.fingerprint if e.section != "run"]
+    entries = dict(planned.run_entries)
+    entries["status"] = status
+    if status != RUN_RUNNING:
+        entries["finished_at"] = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+    rows += [EnvironmentEntry("run", k, v) for k, v in sorted(entries.items())]
+    return rows
+
+
+def load_existing(folder: Path) -> tuple[list[EnvironmentEntry], list[CaseRecord], list[SampleRecord]]:
+    """Read a run folder's tables back as records (for --resume)."""
+    from collector.archive import read_table
+
+    env_table, _ = read_table(folder / ENVIRONMENT_FILE, ENVIRONMENT_FILE)
+    env = [EnvironmentEntry(**row) for row in env_table.to_pylist()]
+    cases: list[CaseRecord] = []
+    samples: list[SampleRecord] = []
+    if (folder / CASES_FILE).exists():
+        table, _ = read_table(folder / CASES_FILE, CASES_FILE)
+        for row in table.to_pylist():
+            row["started_at"] = row["started_at"].timestamp()
+            cases.append(CaseRecord(**row))
+    if (folder / SAMPLES_FILE).exists():
+        table, _ = read_table(folder / SAMPLES_FILE, SAMPLES_FILE)
+        samples = [SampleRecord(**row) for row in table.to_pylist()]
+    return env, cases, samples
+
+
+def start_run(options: RunOptions) -> list[Planned]:
+    """Probe every stack, plan its cases and create its run folder."""
+    from collector.archive import check_writable
+
+    try:
+        check_writable(options.out)
+    except ArchiveError as e:
+        raise RunError(f"--out: {e}") from None
+    probes = []
+    for stack in options.stacks:
+        log = Path(options.out) / f".probe-{os.getpid()}.log"
+        try:
+            device, fingerprint = probe(stack, options, log)
+        finally:
+            try:
+                log.unlink()
+            except OSError:
+                pass
+        suite = options.suite or default_suite(device.type)
+        cases = plan_cases(suite, device, options.only)
+        probes.append((stack, device, fingerprint, suite, cases))
+    labels = [s.label or default_label(d, f) for s, d, f, _, _ in probes]
+    if len(set(labels)) != len(labels):
+        raise RunError(f"two stacks would be recorded under the same label ({', '.join(labels)}); give each a --label")
+    planned = []
+    for (stack, device, fingerprint, suite, cases), label in zip(probes, labels):
+        writer = RunWriter.create(options.out, label)
+        run_entries = {
+            "run_id": writer.run_id,
+            "label": writer.label,
+            "suite": suite,
+            "processes": str(options.processes),
+            "device": options.device,
+            "only": json.dumps(options.only),
+            "time_budget": "" if options.time_budget is None else str(options.time_budget),
+            "case_timeout": "" if options.case_timeout is None else str(options.case_timeout),
+            "python": stack.python,
+            "interleaved": str(options.interleave and len(probes) > 1),
+            "started_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+            "cases_planned": str(len(cases)),
+            "collector_version": __version__,
+        }
+        if stack.label and stack.label != writer.label:
+            run_entries["label_given"] = stack.label
+        p = Planned(stack, device, fingerprint, writer, cases, run_entries=run_entries)
+        writer.write_environment(environment_rows(p, RUN_RUNNING))
+        writer.write_cases([], [])
+        planned.append(p)
+    return planned
+
+
+def resume_run(folder: Path, options: RunOptions) -> tuple[Planned, set[tuple[int, str, int]]]:
+    """Reopen a run folder; return it with the (stack, case, process) attempts already done."""
+    try:
+        writer = RunWriter.reopen(folder)
+        env, cases, samples = load_existing(Path(folder))
+    except ArchiveError as e:
+        raise RunError(f"--resume: {e}") from None
+    run = {e.key: e.value for e in env if e.section == "run"}
+    if run.get("status") == RUN_COMPLETE:
+        raise RunError(f"--resume: run {folder} is already complete; nothing to resume")
+    fingerprint = [e for e in env if e.section != "run"]
+    options.processes = int(run.get("processes", options.processes))
+    options.only = json.loads(run.get("only", "[]"))
+    options.device = run.get("device", options.device)
+    if run.get("time_budget"):
+        options.time_budget = float(run["time_budget"])
+    if run.get("case_timeout") and options.case_timeout is None:
+        options.case_timeout = float(run["case_timeout"])
+    python = run.get("python") or sys.executable
+    if not Path(python).exists():
+        python = sys.executable
+    stack = Stack(python, writer.label)
+    device_info = _probe_device_only(stack, options, Path(folder))
+    suite = run.get("suite") or default_suite(device_info.type)
+    planned_cases = plan_cases(suite, device_info, options.only)
+    finished = [c for c in cases if c.status != STATUS_INTERRUPTED]
+    done_keys = {(c.case_id, c.process) for c in finished}
+    kept_samples = [s for s in samples if (s.case_id, s.process) in done_keys]
+    run["suite"] = suite
+    run["resumed_at"] = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+    p = Planned(stack, device_info, fingerprint, writer, planned_cases, finished, kept_samples, run_entries=run)
+    writer.write_environment(environment_rows(p, RUN_RUNNING))
+    writer.write_cases(p.records, p.samples)
+    return p, {(0, cid, proc) for cid, proc in done_keys}
+
+
+def _probe_device_only(stack: Stack, options: RunOptions, folder: Path) -> DeviceInfo:
+    device, _ = probe(stack, options, folder / ".probe.log")
+    return device
+
+
+def finish(planned: list[Planned], status: str) -> None:
+    for p in planned:
+        p.writer.write_environment(environment_rows(p, status))
+
+
+def execute(
+    options: RunOptions,
+    resume: Path | None = None,
+    progress: bool = True,
+    on_start: Callable[[list[Planned]], None] | None = None,
+) -> list[Planned]:
+    """Run (or resume) and return what was recorded; raises ``Interrupted`` on a signal
+    after writing everything finished and marking the run interrupted."""
+    previous = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+
+    def on_signal(signum: int, frame: Any) -> None:
+        raise Interrupted(signum)
+
+    for s in previous:
+        signal.signal(s, on_signal)
+    planned: list[Planned] = []
+    runner: Runner | None = None
+    try:
+        if resume is not None:
+            p, done = resume_run(resume, options)
+            planned = [p]
+        else:
+            planned = start_run(options)
+            done = set()
+        if on_start:
+            on_start(planned)
+        runner = Runner(options, planned, progress=progress)
+        runner.run(runner.tasks(done))
+        finish(planned, RUN_COMPLETE)
+        return planned
+    except Interrupted:
+        if runner is not None:
+            runner.record_interrupted()
+        finish(planned, RUN_INTERRUPTED)
+        raise
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+
+
+def summarize(planned: Planned) -> list[dict[str, Any]]:
+    """Per case: status counts and the median of its first metric, for the terminal only."""
+    by_case: dict[str, dict[str, Any]] = {}
+    for r in planned.records:
+        row = by_case.setdefault(r.case_id, {"case": r.case_id, "statuses": {}, "values": {}, "error": None})
+        row["statuses"][r.status] = row["statuses"].get(r.status, 0) + 1
+        if r.error and r.status != STATUS_OK and row["error"] is None:
+            row["error"] = r.error.splitlines()[0][:80]
+    for s in planned.samples:
+        row = by_case.get(s.case_id)
+        if row is not None:
+            row["values"].setdefault((s.metric, s.unit), []).append(s.value)
+    return list(by_case.values())

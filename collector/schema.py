@@ -1,0 +1,352 @@
+"""The on-disk format of a run: tables, columns, metrics, units and SCHEMA_VERSION.
+
+This module is shared by the collector and the reporter and is the single place that
+names them. It imports pyarrow and the standard library only (never torch or pandas).
+
+A run lives in ``runs/<label>/<run_id>/`` as three Parquet files, each carrying
+``schema_version``, ``run_id`` and ``label`` in its key-value metadata:
+
+* ``environment.parquet``: the fingerprint, rows of (section, key, value).
+* ``cases.parquet``: one row per (case, worker process) attempt.
+* ``samples.parquet``: raw samples, one row per (case, process, metric, sample index).
+
+Change log (bump ``SCHEMA_VERSION`` on any change a reader must know about):
+
+* 1 (2026-12): first version.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from dataclasses import dataclass
+from typing import Any, Iterable, Mapping
+
+import pyarrow as pa
+
+SCHEMA_VERSION = 1
+
+ENVIRONMENT_FILE = "environment.parquet"
+CASES_FILE = "cases.parquet"
+SAMPLES_FILE = "samples.parquet"
+RUN_FILES = (ENVIRONMENT_FILE, CASES_FILE, SAMPLES_FILE)
+
+META_SCHEMA_VERSION = b"schema_version"
+META_RUN_ID = b"run_id"
+META_LABEL = b"label"
+
+# Case statuses. "ok" means every metric the case records was measured.
+STATUS_OK = "ok"
+STATUS_FAILED = "failed"
+STATUS_SKIPPED = "skipped"
+STATUS_TIMEOUT = "timeout"
+STATUS_INTERRUPTED = "interrupted"
+STATUSES = (STATUS_OK, STATUS_FAILED, STATUS_SKIPPED, STATUS_TIMEOUT, STATUS_INTERRUPTED)
+
+# Run statuses, recorded in the environment table as (run, status).
+RUN_RUNNING = "running"
+RUN_COMPLETE = "complete"
+RUN_INTERRUPTED = "interrupted"
+
+# How a case was timed.
+TIMING_CUDA_EVENT = "cuda_event"  # CUDA events around blocks of k iterations
+TIMING_PERF_COUNTER = "perf_counter"  # time.perf_counter_ns around blocks (CPU)
+TIMING_WALL = "wall"  # host wall clock around a whole step/task (with device sync)
+TIMING_ONESHOT = "oneshot"  # a single measurement (compile time, largest batch, ...)
+TIMING_NONE = "none"  # the case recorded no time (numerics)
+TIMINGS = (TIMING_CUDA_EVENT, TIMING_PERF_COUNTER, TIMING_WALL, TIMING_ONESHOT, TIMING_NONE)
+
+BETTER_LOWER = "lower"
+BETTER_HIGHER = "higher"
+BETTER_NONE = "none"  # informational (a loss value, a checksum): never ranked
+
+
+class SchemaError(ValueError):
+    """A table does not match the schema; the message names what is wrong."""
+
+
+@dataclass(frozen=True)
+class Metric:
+    """A metric a case can record.
+
+    Attributes:
+        name: the metric's name as stored in ``samples.metric``.
+        unit: the unit of every stored value.
+        better: ``lower``, ``higher`` or ``none`` (informational, never compared).
+        description: one line for tables and the methodology page.
+    """
+
+    name: str
+    unit: str
+    better: str
+    description: str
+
+
+METRICS: dict[str, Metric] = {
+    m.name: m
+    for m in (
+        Metric("time", "s", BETTER_LOWER, "time per iteration (device time on GPU)"),
+        Metric("wall_time", "s", BETTER_LOWER, "host wall time per iteration beside device time"),
+        Metric("latency", "s", BETTER_LOWER, "time of one request (a forward pass of one batch)"),
+        Metric("compile_time", "s", BETTER_LOWER, "time of the first call, compilation included"),
+        Metric("peak_allocated", "bytes", BETTER_LOWER, "peak memory allocated by tensors"),
+        Metric("peak_reserved", "bytes", BETTER_LOWER, "peak memory reserved by the caching allocator"),
+        Metric("throughput", "items/s", BETTER_HIGHER, "items delivered per second, measured directly"),
+        Metric("gpu_util", "%", BETTER_HIGHER, "GPU utilisation sampled through NVML"),
+        Metric("graph_breaks", "count", BETTER_LOWER, "graph breaks reported by torch._dynamo"),
+        Metric("recompiles", "count", BETTER_LOWER, "recompilations reported by torch._dynamo"),
+        Metric("max_batch", "count", BETTER_HIGHER, "largest batch size that ran without out-of-memory"),
+        Metric("tasks_ok", "count", BETTER_HIGHER, "concurrent tasks that finished without error"),
+        Metric("loss", "1", BETTER_NONE, "training loss at a step (numerics)"),
+        Metric("checksum", "1", BETTER_NONE, "sum of the model output after training (numerics)"),
+    )
+}
+
+UNITS = frozenset(m.unit for m in METRICS.values())
+
+
+@dataclass(frozen=True)
+class EnvironmentEntry:
+    """One fingerprint row: ``section`` groups keys (torch, cuda, gpu0, cpu, env, ...)."""
+
+    section: str
+    key: str
+    value: str
+
+
+@dataclass(frozen=True)
+class CaseRecord:
+    """One attempt at one case in one worker process.
+
+    ``params`` is a JSON object (sorted keys). ``flops``, ``bytes`` and ``items`` are the
+    work done by one iteration, where defined, so throughput and % of peak can be derived
+    at report time; ``items_unit`` names what an item is (images, sequences, samples).
+    """
+
+    case_id: str
+    workload: str
+    params: str
+    process: int
+    status: str
+    error: str | None
+    timing: str
+    device: str
+    started_at: float  # seconds since the epoch, UTC
+    duration_s: float
+    flops: float | None = None
+    bytes: float | None = None
+    items: float | None = None
+    items_unit: str | None = None
+
+
+@dataclass(frozen=True)
+class SampleRecord:
+    """One raw sample: ``value`` is per iteration, over ``iterations`` iterations."""
+
+    case_id: str
+    process: int
+    metric: str
+    unit: str
+    better: str
+    index: int
+    value: float
+    iterations: int
+
+
+ENVIRONMENT_SCHEMA = pa.schema(
+    [
+        pa.field("section", pa.string(), nullable=False),
+        pa.field("key", pa.string(), nullable=False),
+        pa.field("value", pa.string(), nullable=False),
+    ]
+)
+
+CASES_SCHEMA = pa.schema(
+    [
+        pa.field("case_id", pa.string(), nullable=False),
+        pa.field("workload", pa.string(), nullable=False),
+        pa.field("params", pa.string(), nullable=False),
+        pa.field("process", pa.int32(), nullable=False),
+        pa.field("status", pa.string(), nullable=False),
+        pa.field("error", pa.string()),
+        pa.field("timing", pa.string(), nullable=False),
+        pa.field("device", pa.string(), nullable=False),
+        pa.field("started_at", pa.timestamp("us", tz="UTC"), nullable=False),
+        pa.field("duration_s", pa.float64(), nullable=False),
+        pa.field("flops", pa.float64()),
+        pa.field("bytes", pa.float64()),
+        pa.field("items", pa.float64()),
+        pa.field("items_unit", pa.string()),
+    ]
+)
+
+SAMPLES_SCHEMA = pa.schema(
+    [
+        pa.field("case_id", pa.string(), nullable=False),
+        pa.field("process", pa.int32(), nullable=False),
+        pa.field("metric", pa.string(), nullable=False),
+        pa.field("unit", pa.string(), nullable=False),
+        pa.field("better", pa.string(), nullable=False),
+        pa.field("index", pa.int32(), nullable=False),
+        pa.field("value", pa.float64(), nullable=False),
+        pa.field("iterations", pa.int64(), nullable=False),
+    ]
+)
+
+SCHEMAS: dict[str, pa.Schema] = {
+    ENVIRONMENT_FILE: ENVIRONMENT_SCHEMA,
+    CASES_FILE: CASES_SCHEMA,
+    SAMPLES_FILE: SAMPLES_SCHEMA,
+}
+
+_SLUG_BAD = re.compile(r"[^A-Za-z0-9._-]+")
+_RUN_ID = re.compile(r"^\d{8}T\d{6}Z-[0-9a-f]{6}$")
+MAX_LABEL_LENGTH = 100
+
+
+def sanitize_label(label: str) -> str:
+    """Return ``label`` as a safe folder name, or raise ``SchemaError`` if nothing is left.
+
+    Letters, digits, ``.``, ``_`` and ``-`` are kept; every other run of characters
+    becomes one ``-``; leading and trailing punctuation is dropped, so no slug can be
+    ``.``, ``..``, absolute, or hold a path separator or NUL.
+    """
+    slug = _SLUG_BAD.sub("-", label).strip("._-")
+    slug = re.sub(r"-{2,}", "-", slug)[:MAX_LABEL_LENGTH].strip("._-")
+    if not slug:
+        raise SchemaError(f"label {label!r} has no letters or digits to name a folder with")
+    return slug
+
+
+def is_valid_run_id(run_id: str) -> bool:
+    """True for ids of the form ``20261202T140512Z-3fa9c1`` (UTC time, random suffix)."""
+    return bool(_RUN_ID.match(run_id))
+
+
+def case_id_for(workload: str, params: Mapping[str, Any]) -> str:
+    """The stable id of a case: ``workload[key=value,...]`` with sorted keys."""
+    if not params:
+        return workload
+    inner = ",".join(f"{k}={_format_param(params[k])}" for k in sorted(params))
+    return f"{workload}[{inner}]"
+
+
+def _format_param(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def params_to_json(params: Mapping[str, Any]) -> str:
+    """Parameters as stored in ``cases.params``: compact JSON with sorted keys."""
+    return json.dumps(dict(params), sort_keys=True, separators=(",", ":"))
+
+
+def metric(name: str) -> Metric:
+    """The registered metric called ``name``; raises ``SchemaError`` for unknown names."""
+    try:
+        return METRICS[name]
+    except KeyError:
+        raise SchemaError(f"unknown metric {name!r}; known: {', '.join(sorted(METRICS))}") from None
+
+
+def records_to_table(kind: str, records: Iterable[Any], *, run_id: str, label: str) -> pa.Table:
+    """Build the Arrow table for ``kind`` (a file name in ``RUN_FILES``) from records."""
+    schema = SCHEMAS[kind]
+    rows = [r if isinstance(r, dict) else r.__dict__ for r in records]
+    columns: dict[str, list[Any]] = {f.name: [] for f in schema}
+    for row in rows:
+        for name in columns:
+            columns[name].append(row.get(name))
+    if kind == CASES_FILE:
+        columns["started_at"] = [int(round(t * 1_000_000)) for t in columns["started_at"]]
+    arrays = [pa.array(columns[f.name], type=f.type) for f in schema]
+    table = pa.Table.from_arrays(arrays, schema=schema)
+    return table.replace_schema_metadata(table_metadata(run_id=run_id, label=label))
+
+
+def table_metadata(*, run_id: str, label: str) -> dict[bytes, bytes]:
+    """Key-value metadata every run file carries."""
+    return {
+        META_SCHEMA_VERSION: str(SCHEMA_VERSION).encode(),
+        META_RUN_ID: run_id.encode(),
+        META_LABEL: label.encode(),
+    }
+
+
+def validate_table(kind: str, table: pa.Table, *, where: str = "") -> dict[str, str]:
+    """Check ``table`` against the schema for ``kind`` and return its metadata.
+
+    Raises ``SchemaError`` naming ``where`` (usually the file) and the first problem: a
+    missing or newer ``schema_version``, a missing column, a column of the wrong type,
+    nulls where none are allowed, an unknown status, metric, unit or direction, or a
+    sample value that is NaN, infinite or (for time and memory metrics) not positive.
+    """
+    prefix = f"{where}: " if where else ""
+    meta = {k.decode(errors="replace"): v.decode(errors="replace") for k, v in (table.schema.metadata or {}).items()}
+    version = meta.get("schema_version")
+    if version is None:
+        raise SchemaError(f"{prefix}no schema_version in the file's metadata (not an imagebench run file)")
+    if not version.isdigit():
+        raise SchemaError(f"{prefix}schema_version {version!r} is not a number")
+    if int(version) != SCHEMA_VERSION:
+        newer = "newer than" if int(version) > SCHEMA_VERSION else "older than"
+        raise SchemaError(
+            f"{prefix}schema_version {version} is {newer} this imagebench's {SCHEMA_VERSION}; "
+            "use a matching imagebench to read it"
+        )
+    if not meta.get("run_id"):
+        raise SchemaError(f"{prefix}no run_id in the file's metadata")
+    expected = SCHEMAS[kind]
+    for f in expected:
+        if f.name not in table.column_names:
+            raise SchemaError(f"{prefix}missing column {f.name!r}")
+        actual = table.schema.field(f.name).type
+        if not actual.equals(f.type):
+            raise SchemaError(f"{prefix}column {f.name!r} has type {actual}, expected {f.type}")
+        if not f.nullable and table.column(f.name).null_count:
+            raise SchemaError(f"{prefix}column {f.name!r} holds nulls")
+    if kind == CASES_FILE:
+        _check_values(table, "status", STATUSES, prefix)
+        _check_values(table, "timing", TIMINGS, prefix)
+    elif kind == SAMPLES_FILE:
+        _check_values(table, "metric", tuple(METRICS), prefix)
+        _check_values(table, "unit", tuple(UNITS), prefix)
+        _check_values(table, "better", (BETTER_LOWER, BETTER_HIGHER, BETTER_NONE), prefix)
+        _check_sample_values(table, prefix)
+    return meta
+
+
+def _check_values(table: pa.Table, column: str, allowed: tuple[str, ...], prefix: str) -> None:
+    seen = set(table.column(column).unique().to_pylist())
+    unknown = sorted(v for v in seen - set(allowed) if v is not None)
+    if unknown:
+        raise SchemaError(f"{prefix}column {column!r} holds unknown value(s) {unknown[:5]}; allowed: {', '.join(allowed)}")
+
+
+def _check_sample_values(table: pa.Table, prefix: str) -> None:
+    import pyarrow.compute as pc
+
+    values = table.column("value")
+    bad_finite = pc.invert(pc.is_finite(values))
+    if pc.any(bad_finite).as_py():
+        idx = pc.index(bad_finite, True).as_py()
+        raise SchemaError(f"{prefix}sample {idx} has a non-finite value ({values[idx].as_py()})")
+    # Times, memory and rates must be positive; counts and informational values may be 0.
+    positive_units = ["s", "bytes", "items/s"]
+    must_be_positive = pc.is_in(table.column("unit"), value_set=pa.array(positive_units))
+    not_positive = pc.and_(must_be_positive, pc.less_equal(values, 0.0))
+    if pc.any(not_positive).as_py():
+        idx = pc.index(not_positive, True).as_py()
+        unit = table.column("unit")[idx].as_py()
+        raise SchemaError(f"{prefix}sample {idx} has value {values[idx].as_py()} {unit}, which must be positive")
+    if pc.any(pc.less(table.column("iterations"), 1)).as_py():
+        raise SchemaError(f"{prefix}a sample has fewer than 1 iteration")
+
+
+def finite_or_none(value: float | None) -> float | None:
+    """``value`` if it is a finite number, else ``None`` (for optional work columns)."""
+    if value is None or not math.isfinite(value):
+        return None
+    return float(value)

@@ -1,0 +1,205 @@
+"""The timing core: warm-up, calibrated blocks, CUDA events or perf_counter, adaptive stop.
+
+Only measures and returns raw per-iteration values (like ``torch.utils.benchmark.Timer``);
+the one statistic computed here is the distribution-free CI of the median that decides
+when to stop sampling, never something that is stored.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+from typing import Any, Callable, Protocol
+
+from collector.schema import TIMING_CUDA_EVENT, TIMING_PERF_COUNTER
+
+STOP_CI = "ci"
+STOP_BUDGET = "budget"
+STOP_MAX_SAMPLES = "max_samples"
+
+
+@dataclass(frozen=True)
+class TimingPolicy:
+    """How long to warm up, how long a block must be, and when to stop.
+
+    Attributes:
+        warmup_s: keep calling the function until this much host time has passed...
+        min_warmup: ...and at least this many times (the first call may compile).
+        min_block_s: calibrate k so that one block of k iterations lasts at least this
+            long: long against the timer's resolution and the launch overhead.
+        min_samples: never stop before this many blocks.
+        max_samples: never take more than this many blocks.
+        target_rel_ci: stop once the 95% CI of the median, as a fraction of the median
+            (upper minus lower over median), is at most this.
+        budget_s: stop once this much host time has passed in the measurement loop
+            (after min_samples, which always complete).
+        fixed_k: use exactly this many iterations per block (1 for per-request latency).
+        max_k: never put more than this many iterations in a block.
+    """
+
+    warmup_s: float = 0.05
+    min_warmup: int = 2
+    min_block_s: float = 0.002
+    min_samples: int = 10
+    max_samples: int = 200
+    target_rel_ci: float = 0.02
+    budget_s: float = 2.0
+    fixed_k: int | None = None
+    max_k: int = 1_000_000
+
+    def scaled(self, **changes: Any) -> "TimingPolicy":
+        """A copy with some fields changed."""
+        return TimingPolicy(**{**self.__dict__, **changes})
+
+
+@dataclass(frozen=True)
+class Timed:
+    """Raw result of timing one function: per-iteration values of every block."""
+
+    per_iter: list[float]
+    wall_per_iter: list[float] | None
+    iterations: int
+    method: str
+    warmup_calls: int
+    stopped: str
+
+
+class BlockTimer(Protocol):
+    """Times ``k`` back-to-back calls of ``fn``; returns (seconds, host wall seconds or None)."""
+
+    method: str
+
+    def time_block(self, fn: Callable[[], Any], k: int) -> tuple[float, float | None]: ...
+
+    def sync(self) -> None: ...
+
+
+class PerfCounterTimer:
+    """CPU timing with ``time.perf_counter_ns`` around a block."""
+
+    method = TIMING_PERF_COUNTER
+
+    def time_block(self, fn: Callable[[], Any], k: int) -> tuple[float, float | None]:
+        t0 = time.perf_counter_ns()
+        for _ in range(k):
+            fn()
+        return (time.perf_counter_ns() - t0) * 1e-9, None
+
+    def sync(self) -> None:
+        pass
+
+
+class CudaEventTimer:
+    """GPU timing: CUDA events around a block of k calls, one synchronisation per block.
+
+    Timing each short kernel between its own events would measure launch latency, not
+    the kernel; a block of k calls amortises it. The host wall time of the same block is
+    returned beside the device time.
+    """
+
+    method = TIMING_CUDA_EVENT
+
+    def __init__(self, torch_module: Any, device: Any = None) -> None:
+        self._torch = torch_module
+        self._device = device
+        self._start = torch_module.cuda.Event(enable_timing=True)
+        self._end = torch_module.cuda.Event(enable_timing=True)
+
+    def time_block(self, fn: Callable[[], Any], k: int) -> tuple[float, float | None]:
+        cuda = self._torch.cuda
+        cuda.synchronize(self._device)
+        w0 = time.perf_counter_ns()
+        self._start.record()
+        for _ in range(k):
+            fn()
+        self._end.record()
+        self._end.synchronize()
+        wall = (time.perf_counter_ns() - w0) * 1e-9
+        return self._start.elapsed_time(self._end) * 1e-3, wall
+
+    def sync(self) -> None:
+        self._torch.cuda.synchronize(self._device)
+
+
+def median_ci_rel_width(values: list[float], z: float = 1.959964) -> float:
+    """Width of the distribution-free 95% CI of the median, relative to the median.
+
+    Uses the order statistics at ranks n/2 -/+ z*sqrt(n)/2 (normal approximation to the
+    binomial), which needs no distributional assumption. Returns ``inf`` for n < 6,
+    where the interval is the whole sample range or wider.
+    """
+    n = len(values)
+    if n < 6:
+        return math.inf
+    s = sorted(values)
+    half = z * math.sqrt(n) / 2
+    lo = max(0, math.floor(n / 2 - half) - 1)
+    hi = min(n - 1, math.ceil(n / 2 + half) - 1)
+    med = s[n // 2] if n % 2 else 0.5 * (s[n // 2 - 1] + s[n // 2])
+    if med <= 0:
+        return math.inf
+    return (s[hi] - s[lo]) / med
+
+
+def calibrate_k(fn: Callable[[], Any], timer: BlockTimer, policy: TimingPolicy) -> int:
+    """Smallest power-of-two-ish k whose block lasts at least ``policy.min_block_s``."""
+    if policy.fixed_k is not None:
+        return policy.fixed_k
+    k = 1
+    while k < policy.max_k:
+        elapsed, _ = timer.time_block(fn, k)
+        if elapsed >= policy.min_block_s:
+            return k
+        if elapsed <= 0:
+            k *= 10
+            continue
+        # Aim a little past the target so the next try usually suffices.
+        k = min(policy.max_k, max(k * 2, math.ceil(k * 1.2 * policy.min_block_s / elapsed)))
+    return policy.max_k
+
+
+def time_fn(
+    fn: Callable[[], Any],
+    timer: BlockTimer,
+    policy: TimingPolicy,
+    clock: Callable[[], float] = time.perf_counter,
+) -> Timed:
+    """Warm up ``fn``, calibrate a block size, then time blocks until the stopping rule.
+
+    The stopping rule: at least ``min_samples`` blocks; then stop as soon as the 95% CI
+    of the median per-iteration time is within ``target_rel_ci`` of the median, or the
+    budget is spent, or ``max_samples`` blocks are taken.
+    """
+    warm_start = clock()
+    calls = 0
+    while calls < policy.min_warmup or clock() - warm_start < policy.warmup_s:
+        fn()
+        calls += 1
+    timer.sync()
+    k = calibrate_k(fn, timer, policy)
+    per_iter: list[float] = []
+    wall: list[float] = []
+    start = clock()
+    stopped = STOP_MAX_SAMPLES
+    while len(per_iter) < policy.max_samples:
+        elapsed, host = timer.time_block(fn, k)
+        per_iter.append(elapsed / k)
+        if host is not None:
+            wall.append(host / k)
+        if len(per_iter) < policy.min_samples:
+            continue
+        if median_ci_rel_width(per_iter) <= policy.target_rel_ci:
+            stopped = STOP_CI
+            break
+        if clock() - start >= policy.budget_s:
+            stopped = STOP_BUDGET
+            break
+    return Timed(
+        per_iter=per_iter,
+        wall_per_iter=wall or None,
+        iterations=k,
+        method=timer.method,
+        warmup_calls=calls,
+        stopped=stopped,
+    )

@@ -1,0 +1,1 @@
+"""imagebench's reporter: loads recorded runs, computes statistics, renders the site."""
