@@ -50,6 +50,7 @@ def write_table_atomic(table: pa.Table, path: Path) -> None:
             pq.write_table(table, f, compression="zstd")
             f.flush()
             os.fsync(f.fileno())
+        os.chmod(tmp, 0o644)  # mkstemp creates 0600; run files are meant to be shared
         os.replace(tmp, path)
         _fsync_dir(path.parent)
     except BaseException as e:

@@ -14,9 +14,11 @@ import fnmatch
 import json
 import os
 import queue
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
@@ -335,6 +337,9 @@ class Runner:
         self.progress_enabled = progress
         self.in_flight: Task | None = None
         self.in_flight_started = 0.0
+        # Worker stderr goes to scratch logs outside the archive; a failure's record
+        # carries the end of its log, and the logs go when the run ends.
+        self.log_dir = Path(tempfile.mkdtemp(prefix="imagebench-workers-"))
 
     # -- planning --------------------------------------------------------------------
     def tasks(self, done: set[tuple[int, str, int]]) -> list[Task]:
@@ -374,7 +379,7 @@ class Runner:
         for other in [k for k in self.workers if k[0] == task.stack_index and k != key]:
             self.workers.pop(other).close()
         planned = self.planned[task.stack_index]
-        log = planned.writer.folder / f".worker-{task.process}.log"
+        log = self.log_dir / f"{planned.writer.label}-{task.process}.log"
         worker = Worker(planned.stack.python, log)
         self.workers[key] = worker
         return worker
@@ -394,6 +399,7 @@ class Runner:
             for worker in self.workers.values():
                 worker.close()
             self.workers.clear()
+            shutil.rmtree(self.log_dir, ignore_errors=True)
 
     def case_timeout(self, case: Case) -> float:
         if self.options.case_timeout is not None:
@@ -532,14 +538,8 @@ def start_run(options: RunOptions) -> list[Planned]:
         raise RunError(f"--out: {e}") from None
     probes = []
     for stack in options.stacks:
-        log = Path(options.out) / f".probe-{os.getpid()}.log"
-        try:
-            device, fingerprint = probe(stack, options, log)
-        finally:
-            try:
-                log.unlink()
-            except OSError:
-                pass
+        with tempfile.TemporaryDirectory(prefix="imagebench-probe-") as tmp:
+            device, fingerprint = probe(stack, options, Path(tmp) / "probe.log")
         suite = options.suite or default_suite(device.type)
         cases = plan_cases(suite, device, options.only)
         probes.append((stack, device, fingerprint, suite, cases))
@@ -595,7 +595,7 @@ def resume_run(folder: Path, options: RunOptions) -> tuple[Planned, set[tuple[in
     if not Path(python).exists():
         python = sys.executable
     stack = Stack(python, writer.label)
-    device_info = _probe_device_only(stack, options, Path(folder))
+    device_info = _probe_device_only(stack, options)
     suite = run.get("suite") or default_suite(device_info.type)
     planned_cases = plan_cases(suite, device_info, options.only)
     finished = [c for c in cases if c.status != STATUS_INTERRUPTED]
@@ -609,8 +609,9 @@ def resume_run(folder: Path, options: RunOptions) -> tuple[Planned, set[tuple[in
     return p, {(0, cid, proc) for cid, proc in done_keys}
 
 
-def _probe_device_only(stack: Stack, options: RunOptions, folder: Path) -> DeviceInfo:
-    device, _ = probe(stack, options, folder / ".probe.log")
+def _probe_device_only(stack: Stack, options: RunOptions) -> DeviceInfo:
+    with tempfile.TemporaryDirectory(prefix="imagebench-probe-") as tmp:
+        device, _ = probe(stack, options, Path(tmp) / "probe.log")
     return device
 
 

@@ -1,0 +1,224 @@
+"""``collector``: record runs (``run``), list a suite's cases (``list``), print the fingerprint.
+
+Plain argparse: the collector runs inside the stack under test and needs nothing beyond
+pyarrow (rich is used for the progress bar and tables when it is installed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any, Sequence
+
+from collector import __version__
+
+EXIT_USAGE = 2
+EXIT_SIGINT = 130
+EXIT_SIGTERM = 143
+
+
+class CLIError(Exception):
+    """Bad input: printed as one line, exit code 2."""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="collector", description="Record benchmark runs of this PyTorch stack.")
+    parser.add_argument("--version", action="version", version=f"imagebench collector {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    run = sub.add_parser("run", help="measure a suite and record a run under --out/<label>/<run_id>/")
+    run.add_argument("--suite", help="suite to run (default: cpu without a GPU, standard with one)")
+    run.add_argument("--label", action="append", default=[], help="label the run is filed under (default: torch-<version>-<cuda|cpu>); one per --python")
+    run.add_argument("--python", action="append", default=[], help="run the suite under this interpreter (another venv or image's Python); repeatable")
+    run.add_argument("--interleave", action="store_true", help="with several --python stacks, alternate cases between them (A B A B ...)")
+    run.add_argument("--out", default="runs", help="archive folder (default: runs)")
+    run.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"], help="device to measure (default: auto)")
+    run.add_argument("--only", action="append", default=[], metavar="PATTERN", help="only cases whose id or workload matches (glob or substring); repeatable")
+    run.add_argument("--processes", type=int, default=3, help="independent worker processes per case (default: 3)")
+    run.add_argument("--image", default=os.environ.get("IMAGEBENCH_IMAGE"), help="name of the image under test (default: $IMAGEBENCH_IMAGE)")
+    run.add_argument("--time-budget", type=float, help="seconds of sampling per case and process before stopping (default: the suite's)")
+    run.add_argument("--case-timeout", type=float, help="seconds after which a case is killed and recorded as timeout (default: the workload's)")
+    run.add_argument("--data-dir", help="folder with real datasets in torchvision's format (never downloaded)")
+    run.add_argument("--resume", metavar="RUN_DIR", help="finish an interrupted run: run only its missing cases, same run id")
+    run.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+    lst = sub.add_parser("list", help="list the cases of a suite")
+    lst.add_argument("--suite", help="suite (default: the one `run` would pick here)")
+    lst.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
+    lst.add_argument("--only", action="append", default=[], metavar="PATTERN")
+    lst.add_argument("--python", default=None, help="interpreter of the stack (default: this one)")
+    lst.add_argument("--json", action="store_true", help="print JSON")
+
+    fp = sub.add_parser("fingerprint", help="print this stack's environment fingerprint")
+    fp.add_argument("--image", default=os.environ.get("IMAGEBENCH_IMAGE"))
+    fp.add_argument("--json", action="store_true", help="print JSON")
+    return parser
+
+
+def _check_run_args(args: argparse.Namespace) -> None:
+    from collector.schema import SchemaError, sanitize_label
+    from collector.suites import SUITES
+
+    if args.suite is not None and args.suite not in SUITES:
+        raise CLIError(f"--suite {args.suite!r} is not a suite; choose one of: {', '.join(SUITES)}")
+    if args.processes < 1:
+        raise CLIError(f"--processes {args.processes} must be at least 1")
+    if args.time_budget is not None and args.time_budget <= 0:
+        raise CLIError(f"--time-budget {args.time_budget} must be positive")
+    if args.case_timeout is not None and args.case_timeout <= 0:
+        raise CLIError(f"--case-timeout {args.case_timeout} must be positive")
+    for label in args.label:
+        try:
+            sanitize_label(label)
+        except SchemaError:
+            raise CLIError(f"--label {label!r} has no letters or digits to name a folder with") from None
+    if args.python and args.label and len(args.label) != len(args.python):
+        raise CLIError(f"give one --label per --python ({len(args.python)} --python, {len(args.label)} --label)")
+    if not args.python and len(args.label) > 1:
+        raise CLIError(f"--label was given {len(args.label)} times; give it once, or once per --python")
+    if args.interleave and len(args.python) < 2:
+        raise CLIError("--interleave needs at least two --python stacks")
+    for python in args.python:
+        if not (Path(python).is_file() and os.access(python, os.X_OK)):
+            raise CLIError(f"--python {python!r} is not an executable file")
+    if args.data_dir is not None and not Path(args.data_dir).is_dir():
+        raise CLIError(f"--data-dir {args.data_dir!r} is not a folder")
+    if args.resume is not None and (args.python or args.label or args.interleave):
+        raise CLIError("--resume takes the run's own settings; do not combine it with --python, --label or --interleave")
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from collector.runner import Interrupted, RunError, RunOptions, Stack, execute
+
+    _check_run_args(args)
+    pythons = args.python or [sys.executable]
+    labels = args.label or [None] * len(pythons)
+    options = RunOptions(
+        out=Path(args.out),
+        stacks=[Stack(python=p, label=l) for p, l in zip(pythons, labels)],
+        suite=args.suite,
+        only=list(args.only),
+        processes=args.processes,
+        device=args.device,
+        image=args.image,
+        time_budget=args.time_budget,
+        case_timeout=args.case_timeout,
+        data_dir=str(Path(args.data_dir).resolve()) if args.data_dir else None,
+        interleave=args.interleave,
+        argv=["collector", *sys.argv[1:]],
+    )
+    resume = Path(args.resume) if args.resume else None
+    if resume is not None and not resume.is_dir():
+        raise CLIError(f"--resume {args.resume!r} is not a run folder")
+    try:
+        planned = execute(options, resume=resume, progress=not args.no_progress and sys.stderr.isatty())
+    except RunError as e:
+        raise CLIError(str(e)) from None
+    except Interrupted as e:
+        print(f"collector: interrupted by {e}; finished cases are saved; resume with --resume", file=sys.stderr)
+        return EXIT_SIGINT if e.signum == 2 else EXIT_SIGTERM
+    _print_summary(planned)
+    for p in planned:
+        print(p.writer.folder)
+    return 0
+
+
+def _print_summary(planned: list[Any]) -> None:
+    from collector.runner import summarize
+
+    rows = []
+    for p in planned:
+        for row in summarize(p):
+            statuses = ", ".join(f"{n} {s}" for s, n in sorted(row["statuses"].items()))
+            first = next(iter(row["values"].items()), None)
+            if first:
+                (metric, unit), values = first
+                shown = f"{metric} {_fmt(sorted(values)[len(values) // 2], unit)}"
+            else:
+                shown = row["error"] or ""
+            rows.append((p.writer.label, row["case"], statuses, shown))
+    try:
+        from rich.console import Console
+        from rich.table import Table
+
+        table = Table(title="recorded (medians over all processes; statistics come from `reporter`)")
+        for col in ("label", "case", "status", "median"):
+            table.add_column(col, overflow="fold")
+        for r in rows:
+            table.add_row(*r)
+        Console().print(table)
+    except ImportError:
+        for r in rows:
+            print("  ".join(r))
+
+
+def _fmt(value: float, unit: str) -> str:
+    if unit == "s":
+        for scale, suffix in ((1, "s"), (1e-3, "ms"), (1e-6, "us")):
+            if value >= scale:
+                return f"{value / scale:.3g} {suffix}"
+        return f"{value * 1e9:.3g} ns"
+    if unit == "bytes":
+        return f"{value / 2**20:.1f} MiB"
+    return f"{value:.4g} {unit}"
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    from collector.runner import RunError, RunOptions, Stack, plan_cases, probe
+    from collector.suites import SUITES, default_suite
+
+    if args.suite is not None and args.suite not in SUITES:
+        raise CLIError(f"--suite {args.suite!r} is not a suite; choose one of: {', '.join(SUITES)}")
+    import tempfile
+
+    options = RunOptions(out=Path("."), stacks=[], device=args.device)
+    with tempfile.TemporaryDirectory() as tmp:
+        try:
+            device, _ = probe(Stack(args.python or sys.executable), options, Path(tmp) / "probe.log")
+            cases = plan_cases(args.suite or default_suite(device.type), device, list(args.only))
+        except RunError as e:
+            raise CLIError(str(e)) from None
+    if args.json:
+        print(json.dumps([{"case_id": c.case_id, "workload": c.workload, "params": dict(c.params)} for c in cases], indent=1))
+    else:
+        for c in cases:
+            print(c.case_id)
+        print(f"{len(cases)} cases on {device.type} ({device.name})", file=sys.stderr)
+    return 0
+
+
+def cmd_fingerprint(args: argparse.Namespace) -> int:
+    from collector.fingerprint import collect_fingerprint
+
+    entries = collect_fingerprint(image=args.image)
+    if args.json:
+        print(json.dumps([e.__dict__ for e in entries], indent=1))
+        return 0
+    section = None
+    for e in entries:
+        if e.section != section:
+            section = e.section
+            print(f"[{section}]")
+        value = e.value if "\n" not in e.value else e.value.splitlines()[0] + " ..."
+        print(f"  {e.key} = {value}")
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    handlers = {"run": cmd_run, "list": cmd_list, "fingerprint": cmd_fingerprint}
+    from collector.archive import ArchiveError
+
+    try:
+        return handlers[args.command](args)
+    except (CLIError, ArchiveError) as e:
+        print(f"collector: error: {e}", file=sys.stderr)
+        return EXIT_USAGE
+
+
+if __name__ == "__main__":
+    sys.exit(main())
