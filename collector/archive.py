@@ -44,7 +44,10 @@ def new_run_id(now: dt.datetime | None = None) -> str:
 def write_table_atomic(table: pa.Table, path: Path) -> None:
     """Write ``table`` to ``path`` through a temp file, fsync and rename."""
     path = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    except OSError as e:
+        raise ArchiveError(f"cannot write {path}: {e.strerror or e}") from e
     try:
         with os.fdopen(fd, "wb") as f:
             pq.write_table(table, f, compression="zstd")

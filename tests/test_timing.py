@@ -1,0 +1,119 @@
+"""The timing core: calibration, stopping rules, and real CPU timing."""
+
+from __future__ import annotations
+
+import math
+import time
+
+import pytest
+
+from collector.timing import (
+    STOP_BUDGET,
+    STOP_CI,
+    STOP_MAX_SAMPLES,
+    PerfCounterTimer,
+    TimingPolicy,
+    calibrate_k,
+    median_ci_rel_width,
+    time_fn,
+)
+
+
+class FakeTimer:
+    """A block timer whose blocks take ``per_call`` seconds per call (like torch's _MockTimer)."""
+
+    method = "fake"
+
+    def __init__(self, per_call, clock):
+        self.per_call = per_call
+        self.clock = clock
+        self.blocks = []
+
+    def time_block(self, fn, k):
+        for _ in range(k):
+            fn()
+        value = self.per_call(len(self.blocks)) * k
+        self.blocks.append(k)
+        self.clock.now += value
+        return value, None
+
+    def sync(self):
+        pass
+
+
+class FakeClock:
+    def __init__(self):
+        self.now = 0.0
+
+    def __call__(self):
+        return self.now
+
+
+def test_calibration_picks_a_block_at_least_min_block_long():
+    clock = FakeClock()
+    timer = FakeTimer(lambda i: 1e-6, clock)
+    k = calibrate_k(lambda: None, timer, TimingPolicy(min_block_s=0.001))
+    assert k * 1e-6 >= 0.001
+    assert k <= 2 * 1.2 * 1000  # not wildly past the target
+
+
+def test_fixed_k_is_respected():
+    timer = FakeTimer(lambda i: 1.0, FakeClock())
+    assert calibrate_k(lambda: None, timer, TimingPolicy(fixed_k=1)) == 1
+
+
+def test_stops_on_ci_when_samples_are_steady():
+    clock = FakeClock()
+    timer = FakeTimer(lambda i: 1e-3 * (1 + 0.001 * (i % 3)), clock)
+    timed = time_fn(lambda: None, timer, TimingPolicy(min_samples=10, max_samples=500, target_rel_ci=0.02, budget_s=100, warmup_s=0), clock=clock)
+    assert timed.stopped == STOP_CI
+    assert len(timed.per_iter) == 10
+    assert all(v == pytest.approx(1e-3, rel=0.01) for v in timed.per_iter)
+
+
+def test_stops_on_budget_when_samples_are_noisy():
+    clock = FakeClock()
+    timer = FakeTimer(lambda i: 1e-3 * (1 + (i % 2)), clock)  # alternating 1 ms / 2 ms
+    policy = TimingPolicy(min_samples=5, max_samples=10_000, target_rel_ci=0.01, budget_s=0.5, warmup_s=0, min_block_s=0.001)
+    timed = time_fn(lambda: None, timer, policy, clock=clock)
+    assert timed.stopped == STOP_BUDGET
+    assert 5 <= len(timed.per_iter) < 10_000
+
+
+def test_stops_at_max_samples():
+    clock = FakeClock()
+    timer = FakeTimer(lambda i: 1e-3 * (1 + (i % 2)), clock)
+    timed = time_fn(lambda: None, timer, TimingPolicy(min_samples=3, max_samples=7, target_rel_ci=0.0, budget_s=1e9, warmup_s=0), clock=clock)
+    assert timed.stopped == STOP_MAX_SAMPLES and len(timed.per_iter) == 7
+
+
+def test_warmup_runs_at_least_min_warmup_calls():
+    calls = []
+    clock = FakeClock()
+    timer = FakeTimer(lambda i: 1e-3, clock)
+    timed = time_fn(lambda: calls.append(1), timer, TimingPolicy(min_warmup=4, warmup_s=0, min_samples=3, max_samples=3), clock=clock)
+    assert timed.warmup_calls == 4
+
+
+def test_median_ci_width():
+    assert median_ci_rel_width([1.0] * 5) == math.inf
+    assert median_ci_rel_width([1.0] * 50) == 0.0
+    values = [1.0 + 0.01 * i for i in range(100)]
+    w = median_ci_rel_width(values)
+    assert 0.1 < w < 0.3  # about ±1 sqrt(n) ranks around the middle of a 1% ramp
+
+
+def test_real_cpu_timing_of_a_known_delay():
+    """A busy-wait of 200 us timed for real with perf_counter_ns comes back near 200 us."""
+
+    def busy(seconds=200e-6):
+        end = time.perf_counter() + seconds
+        while time.perf_counter() < end:
+            pass
+
+    policy = TimingPolicy(warmup_s=0.01, min_block_s=0.002, min_samples=10, max_samples=30, budget_s=0.5)
+    timed = time_fn(busy, PerfCounterTimer(), policy)
+    assert timed.iterations >= 10  # 2 ms block / 200 us call
+    median = sorted(timed.per_iter)[len(timed.per_iter) // 2]
+    assert 195e-6 <= median <= 260e-6
+    assert timed.method == "perf_counter" and timed.wall_per_iter is None
