@@ -1,0 +1,342 @@
+"""Reading the run archive (``runs/<label>/<run_id>/*.parquet``) into validated pandas tables.
+
+Each run's three files are read with pyarrow and checked against ``collector.schema``;
+a run that fails is reported as a ``Problem`` (file, reason) and skipped, the rest load
+(asv's ``iter_results`` does the same). Valid runs are concatenated as Arrow tables and
+converted to pandas once, with categoricals for the repeated strings, so 1,000 runs and
+5M samples load in seconds.
+"""
+
+from __future__ import annotations
+
+import os
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from collector.archive import ArchiveError, read_table
+from collector.schema import (
+    CASES_FILE,
+    CASES_SCHEMA,
+    ENVIRONMENT_FILE,
+    ENVIRONMENT_SCHEMA,
+    RUN_FILES,
+    SAMPLES_FILE,
+    SAMPLES_SCHEMA,
+    STATUS_FAILED,
+    STATUS_INTERRUPTED,
+    STATUS_OK,
+    STATUS_TIMEOUT,
+    is_valid_run_id,
+)
+from reporter.errors import ReporterError
+
+# String columns stored as dictionaries (pandas categoricals): few distinct values, many rows.
+_CATEGORICAL = {
+    ENVIRONMENT_FILE: ("section", "key"),
+    CASES_FILE: ("case_id", "workload", "params", "status", "timing", "device", "items_unit"),
+    SAMPLES_FILE: ("case_id", "metric", "unit", "better"),
+}
+_SCHEMAS = {ENVIRONMENT_FILE: ENVIRONMENT_SCHEMA, CASES_FILE: CASES_SCHEMA, SAMPLES_FILE: SAMPLES_SCHEMA}
+_FAILED = (STATUS_FAILED, STATUS_TIMEOUT, STATUS_INTERRUPTED)
+
+# (column in Archive.runs, environment section, key); the first present key wins.
+_RUN_FIELDS: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = (
+    ("status", (("run", "status"),)),
+    ("suite", (("run", "suite"),)),
+    ("device_name", (("gpu0", "name"), ("cpu", "model"))),
+    ("torch", (("torch", "version"),)),
+    ("cuda", (("cuda", "runtime"),)),
+    ("cudnn", (("cuda", "cudnn"),)),
+    ("driver", (("driver", "version"),)),
+    ("hostname", (("host", "hostname"),)),
+    ("image", (("container", "image"),)),
+)
+RUN_COLUMNS = (
+    "label", "run_id", "path", "started_at", "finished_at", "status", "suite", "device_type", "device_name",
+    "torch", "cuda", "cudnn", "driver", "hostname", "image", "cases_ok", "cases_failed", "cases_total",
+)
+
+
+@dataclass(frozen=True)
+class Problem:
+    """A run (or file) that was skipped, and why; ``path`` names the file or folder."""
+
+    path: str
+    reason: str
+
+
+@dataclass
+class Archive:
+    """The valid runs of an archive as pandas tables, plus every problem met loading it.
+
+    ``runs``: one row per valid run (``RUN_COLUMNS``). ``environment``: label, run_id,
+    section, key, value. ``cases``: label, run_id and the cases.parquet columns.
+    ``samples``: label, run_id and the samples.parquet columns. ``label``, ``run_id``
+    and the repeated strings are categoricals. ``selector`` is the selector this archive
+    was narrowed to by ``select`` (``None`` for the whole archive).
+    """
+
+    root: Path
+    runs: pd.DataFrame
+    environment: pd.DataFrame
+    cases: pd.DataFrame
+    samples: pd.DataFrame
+    problems: list[Problem] = field(default_factory=list)
+    selector: str | None = None
+
+    def labels(self) -> list[str]:
+        """The labels that hold at least one valid run, sorted."""
+        return sorted(self.runs["label"].astype(str).unique())
+
+    def select(self, selector: str) -> "Archive":
+        """The runs of ``LABEL``, or the one run ``LABEL@RUN_ID`` (a unique id prefix will do).
+
+        Raises ``ReporterError`` naming the labels (or runs) that exist when nothing
+        matches, and the candidates when a run id prefix is ambiguous.
+        """
+        label, _, prefix = selector.partition("@")
+        if not label:
+            raise ReporterError(f"selector {selector!r} has no label; use LABEL or LABEL@RUN_ID")
+        runs = self.runs[self.runs["label"].astype(str) == label]
+        if runs.empty:
+            known = ", ".join(self.labels()) or "none: the archive holds no valid runs"
+            raise ReporterError(f"no label {label!r} under {self.root}; labels: {known}")
+        if "@" in selector:
+            ids = runs["run_id"].astype(str)
+            hits = ids[ids.str.startswith(prefix)] if prefix else ids.iloc[0:0]
+            if hits.empty:
+                raise ReporterError(f"no run {prefix!r} under label {label!r}; its runs: {', '.join(ids)}")
+            exact = hits[hits == prefix]
+            if len(hits) > 1 and exact.empty:
+                raise ReporterError(f"run id prefix {prefix!r} of label {label!r} is ambiguous: {', '.join(hits)}")
+            runs = runs[runs["run_id"].astype(str) == (exact.iloc[0] if len(exact) else hits.iloc[0])]
+        keep = set(runs["run_id"].astype(str))
+        return replace(
+            self,
+            runs=runs.reset_index(drop=True),
+            environment=_rows_of(self.environment, keep),
+            cases=_rows_of(self.cases, keep),
+            samples=_rows_of(self.samples, keep),
+            selector=selector,
+        )
+
+    def ok_samples(self) -> pd.DataFrame:
+        """The samples of attempts recorded ``ok`` in cases.parquet.
+
+        Samples are written before their case row, so a run killed in between holds
+        samples of an attempt that has no row yet (and that ``--resume`` measures
+        again); those, and any of a failed attempt, are left out.
+        """
+        s, c = self.samples, self.cases
+        if s.empty:
+            return s
+        ok = c[c["status"] == STATUS_OK]
+        n_proc = int(max(s["process"].max(), ok["process"].max() if len(ok) else 0)) + 1
+        n_case = len(s["case_id"].cat.categories) + 1
+        case_codes = ok["case_id"].cat.set_categories(s["case_id"].cat.categories).cat.codes.to_numpy(np.int64)
+        ok_keys = (ok["run_id"].cat.codes.to_numpy(np.int64) * n_case + case_codes) * n_proc + ok["process"].to_numpy(np.int64)
+        ok_keys = ok_keys[case_codes >= 0]
+        keys = (s["run_id"].cat.codes.to_numpy(np.int64) * n_case + s["case_id"].cat.codes.to_numpy(np.int64)) * n_proc
+        keys += s["process"].to_numpy(np.int64)
+        mask = np.isin(keys, ok_keys)
+        return s if mask.all() else s[mask].reset_index(drop=True)
+
+
+def _rows_of(df: pd.DataFrame, run_ids: set[str]) -> pd.DataFrame:
+    cats = df["run_id"].cat.categories
+    codes = np.flatnonzero(cats.isin(list(run_ids)))
+    return df[np.isin(df["run_id"].cat.codes.to_numpy(), codes)].reset_index(drop=True)
+
+
+@dataclass
+class _RunTables:
+    label: str
+    run_id: str
+    path: Path
+    tables: dict[str, pa.Table]
+
+
+def load_archive(runs_dir: str | os.PathLike[str], strict: bool = False) -> Archive:
+    """Read every run under ``runs_dir`` (``<label>/<run_id>/{environment,cases,samples}.parquet``).
+
+    A run whose folder name is not a run id, that lacks a file, or whose file does not
+    read or validate (``collector.schema.validate_table``: schema version, columns,
+    types, nulls, statuses, metrics, NaN/inf/non-positive values) is skipped and listed
+    in ``Archive.problems``; with ``strict=True`` any problem raises ``ReporterError``
+    instead. Hidden entries (``.name``) and plain files are ignored. A missing
+    ``runs_dir`` raises ``ReporterError``.
+    """
+    root = Path(runs_dir)
+    if not root.exists():
+        raise ReporterError(f"runs folder {str(root)!r} does not exist")
+    if not root.is_dir():
+        raise ReporterError(f"runs folder {str(root)!r} is not a folder")
+    problems: list[Problem] = []
+    folders: list[tuple[str, Path]] = []
+    for label_dir in _subfolders(root, problems):
+        for run_dir in _subfolders(label_dir, problems):
+            if not is_valid_run_id(run_dir.name):
+                problems.append(Problem(str(run_dir), "folder name is not a run id (like 20261202T140512Z-3fa9c1)"))
+                continue
+            folders.append((label_dir.name, run_dir))
+
+    workers = min(8, (os.cpu_count() or 1) + 2)
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        results = list(pool.map(lambda lf: _read_run(*lf), folders))
+    by_id: dict[str, list[_RunTables]] = {}
+    for r in results:
+        if isinstance(r, Problem):
+            problems.append(r)
+        else:
+            by_id.setdefault(r.run_id, []).append(r)
+    valid: list[_RunTables] = []
+    for run_id, copies in by_id.items():
+        if len(copies) == 1:
+            valid.append(copies[0])
+            continue
+        where = ", ".join(str(c.path) for c in copies)
+        problems += [Problem(str(c.path), f"run id {run_id} is recorded {len(copies)} times ({where}); every copy skipped") for c in copies]
+    if strict and problems:
+        shown = "; ".join(f"{p.path}: {p.reason}" for p in problems[:3])
+        more = f" (and {len(problems) - 3} more)" if len(problems) > 3 else ""
+        raise ReporterError(f"--strict: {len(problems)} invalid run(s): {shown}{more}")
+    valid.sort(key=lambda r: (r.label, r.run_id))
+    return _assemble(root, valid, sorted(problems, key=lambda p: p.path))
+
+
+def _subfolders(folder: Path, problems: list[Problem]) -> list[Path]:
+    try:
+        entries = sorted(folder.iterdir())
+    except OSError as e:
+        problems.append(Problem(str(folder), f"cannot list the folder ({e.strerror or e})"))
+        return []
+    return [p for p in entries if not p.name.startswith(".") and p.is_dir()]
+
+
+def _read_run(label: str, folder: Path) -> _RunTables | Problem:
+    tables: dict[str, pa.Table] = {}
+    for kind in RUN_FILES:
+        path = folder / kind
+        if not path.is_file():
+            return Problem(str(path), "file missing")
+        try:
+            table, meta = read_table(path, kind)
+        except ArchiveError as e:
+            return Problem(str(path), _strip_prefix(str(e), str(path)))
+        if meta.get("run_id") != folder.name:
+            return Problem(str(path), f"run_id {meta.get('run_id')!r} in the file's metadata does not match the folder name")
+        schema = _SCHEMAS[kind]
+        table = table.select(schema.names).cast(schema).replace_schema_metadata(None)
+        tables[kind] = _encode(table, _CATEGORICAL[kind])
+    return _RunTables(label, folder.name, folder, tables)
+
+
+def _strip_prefix(message: str, path: str) -> str:
+    return message[len(path) + 2 :] if message.startswith(path + ": ") else message
+
+
+def _encode(table: pa.Table, columns: tuple[str, ...]) -> pa.Table:
+    for name in columns:
+        i = table.schema.get_field_index(name)
+        table = table.set_column(i, name, pc.dictionary_encode(table.column(name)))
+    return table
+
+
+def _assemble(root: Path, valid: list[_RunTables], problems: list[Problem]) -> Archive:
+    run_ids = [r.run_id for r in valid]
+    labels = sorted({r.label for r in valid})
+    label_code = np.array([labels.index(r.label) for r in valid], dtype=np.int32)
+    frames = {}
+    for kind in RUN_FILES:
+        parts = [r.tables[kind] for r in valid]
+        counts = np.array([t.num_rows for t in parts], dtype=np.int64)
+        schema = _empty_schema(kind)
+        table = pa.concat_tables(parts).unify_dictionaries() if parts else schema.empty_table()
+        df = table.to_pandas()
+        run_index = np.repeat(np.arange(len(valid), dtype=np.int32), counts)
+        df.insert(0, "run_id", pd.Categorical.from_codes(run_index, categories=run_ids))
+        df.insert(0, "label", pd.Categorical.from_codes(label_code[run_index], categories=labels))
+        frames[kind] = df
+    runs = _runs_table(valid, frames[ENVIRONMENT_FILE], frames[CASES_FILE])
+    return Archive(
+        root=root,
+        runs=runs,
+        environment=frames[ENVIRONMENT_FILE],
+        cases=frames[CASES_FILE],
+        samples=frames[SAMPLES_FILE],
+        problems=problems,
+    )
+
+
+def _empty_schema(kind: str) -> pa.Schema:
+    schema = _SCHEMAS[kind]
+    fields = [
+        pa.field(f.name, pa.dictionary(pa.int32(), f.type)) if f.name in _CATEGORICAL[kind] else f for f in schema
+    ]
+    return pa.schema(fields)
+
+
+def _runs_table(valid: list[_RunTables], env: pd.DataFrame, cases: pd.DataFrame) -> pd.DataFrame:
+    runs = pd.DataFrame(
+        {
+            "label": pd.Categorical([r.label for r in valid], categories=sorted({r.label for r in valid})),
+            "run_id": [r.run_id for r in valid],
+            "path": [str(r.path) for r in valid],
+        }
+    )
+    wanted = {(s, k) for _, keys in _RUN_FIELDS for s, k in keys} | {("run", "started_at"), ("run", "finished_at"), ("run", "device")}
+    sk = env["section"].astype(str) + "\x00" + env["key"].astype(str)
+    sub = env[sk.isin({f"{s}\x00{k}" for s, k in wanted})]
+    table = (
+        sub.assign(sk=sk[sub.index], run_id=sub["run_id"].astype(str))
+        .drop_duplicates(["run_id", "sk"])
+        .pivot(index="run_id", columns="sk", values="value")
+        .reindex(runs["run_id"])
+    )
+
+    def get(section: str, key: str) -> pd.Series:
+        col = f"{section}\x00{key}"
+        return table[col].reset_index(drop=True) if col in table else pd.Series([None] * len(runs), dtype=object)
+
+    stamp = pd.to_datetime(runs["run_id"].str.slice(0, 16), format="%Y%m%dT%H%M%SZ", utc=True, errors="coerce")
+    runs["started_at"] = pd.to_datetime(get("run", "started_at"), utc=True, errors="coerce").fillna(stamp)
+    runs["finished_at"] = pd.to_datetime(get("run", "finished_at"), utc=True, errors="coerce")
+    for column, keys in _RUN_FIELDS:
+        value = pd.Series([None] * len(runs), dtype=object)
+        for section, key in keys:
+            value = value.where(value.notna() & (value != ""), get(section, key))
+        runs[column] = value.where(value != "", None)
+
+    # Device type from the cases (cuda, cpu); the run's --device request otherwise.
+    if len(cases):
+        dev = cases.groupby("run_id", observed=True)["device"].agg(lambda s: s.mode().iloc[0]).astype(str)
+        runs["device_type"] = runs["run_id"].map(dev)
+    else:
+        runs["device_type"] = None
+    runs["device_type"] = runs["device_type"].where(runs["device_type"].notna(), get("run", "device"))
+
+    if len(cases):
+        status = cases["status"].astype(str)
+        per_case = pd.DataFrame(
+            {
+                "run_id": cases["run_id"].astype(str),
+                "case_id": cases["case_id"].astype(str),
+                "ok": status == STATUS_OK,
+                "failed": status.isin(_FAILED),
+            }
+        ).groupby(["run_id", "case_id"]).agg(ok=("ok", "all"), failed=("failed", "any"))
+        counts = per_case.groupby(level="run_id").agg(
+            cases_ok=("ok", "sum"), cases_failed=("failed", "sum"), cases_total=("ok", "size")
+        )
+        counts = counts.reindex(runs["run_id"]).fillna(0).astype(int).reset_index(drop=True)
+    else:
+        counts = pd.DataFrame({c: np.zeros(len(runs), dtype=int) for c in ("cases_ok", "cases_failed", "cases_total")})
+    runs = pd.concat([runs, counts], axis=1)
+    runs["run_id"] = pd.Categorical(runs["run_id"], categories=[r.run_id for r in valid])
+    return runs[list(RUN_COLUMNS)]

@@ -1,0 +1,278 @@
+"""Terminal, Markdown, CSV and JSON renderings of comparisons and of the run archive.
+
+One routine (``_comparison_grid``) lays out a comparison's cells once; the terminal and
+Markdown renderers only differ in how they draw a row and a section divider (as
+hyperfine's ``markup.rs`` does). CSV and JSON serialise ``comparison_records``, which
+keeps numbers as numbers. Nothing here computes a statistic.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+from typing import Any, Callable
+
+import pandas as pd
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from collector.schema import METRICS
+from reporter.compare import Comparison
+from reporter.load import Archive
+from reporter.stats import VERDICT_BETTER, VERDICT_INCONCLUSIVE, VERDICT_WORSE
+
+FORMATS = ("table", "markdown", "csv", "json")
+UNMATCHED = "unmatched"
+_VERDICT_STYLE = {VERDICT_BETTER: "bold green", VERDICT_WORSE: "bold red", VERDICT_INCONCLUSIVE: "yellow"}
+_SCALES = {
+    "s": ((1.0, "s"), (1e-3, "ms"), (1e-6, "µs"), (1e-9, "ns")),
+    "bytes": ((2.0**40, "TiB"), (2.0**30, "GiB"), (2.0**20, "MiB"), (2.0**10, "KiB"), (1.0, "B")),
+    "items/s": ((1e9, "G items/s"), (1e6, "M items/s"), (1e3, "k items/s"), (1.0, "items/s")),
+}
+
+
+def format_value(value: float, unit: str) -> str:
+    """A value with its unit, scaled for reading: ``1.23 ms``, ``2.00 GiB``, ``4.1 k/s``."""
+    if value is None or not math.isfinite(value):
+        return "–"
+    for scale, name in _SCALES.get(unit, ()):
+        if abs(value) >= scale or scale == _SCALES[unit][-1][0]:
+            return f"{_sig(value / scale)} {name}"
+    if unit == "%":
+        return f"{_sig(value)}%"
+    if unit in ("count", "1"):
+        return f"{value:g}"
+    return f"{_sig(value)} {unit}"
+
+
+def _sig(x: float, digits: int = 3) -> str:
+    if x == 0:
+        return "0"
+    decimals = max(0, digits - 1 - int(math.floor(math.log10(abs(x)))))
+    return f"{x:.{decimals}f}"
+
+
+def _ratio(x: float) -> str:
+    return "–" if x is None or not math.isfinite(x) else f"{x:.3f}×"
+
+
+def _pvalue(p: float) -> str:
+    if p is None or not math.isfinite(p):
+        return "–"
+    return "<0.001" if p < 0.001 else f"{p:.3f}"
+
+
+def _spread(median: float, low: float, high: float) -> str:
+    """The CI as ± the larger distance from the median, in percent (benchstat's style)."""
+    if not all(map(math.isfinite, (median, low, high))) or median == 0:
+        return ""
+    half = max(abs(high - median), abs(median - low)) / abs(median)
+    return f" ±{half * 100:.1f}%" if half >= 0.0005 else " ±0%"
+
+
+# ---------------------------------------------------------------------- comparison
+
+
+def _comparison_grid(c: Comparison) -> tuple[list[str], list[tuple[str, list[list[str]]]], list[str], list[str]]:
+    """Header, (workload, rows) sections, footnotes and trailer lines of a comparison."""
+    header = [
+        "case", "metric", f"baseline: {c.baseline}", f"candidate: {c.candidate}",
+        "ratio", "95% CI", "p (adj.)", "processes", "verdict",
+    ]
+    notes: list[str] = []
+    sections: list[tuple[str, list[list[str]]]] = []
+    for workload, rows in c.rows.groupby("workload", sort=False):
+        cells = []
+        for r in rows.itertuples(index=False):
+            verdict = r.verdict
+            if r.note:
+                if r.note not in notes:
+                    notes.append(r.note)
+                verdict += f" [{notes.index(r.note) + 1}]"
+            cells.append(
+                [
+                    r.case_id,
+                    r.metric,
+                    format_value(r.baseline_median, r.unit) + _spread(r.baseline_median, r.baseline_ci_low, r.baseline_ci_high),
+                    format_value(r.candidate_median, r.unit) + _spread(r.candidate_median, r.candidate_ci_low, r.candidate_ci_high),
+                    _ratio(r.ratio),
+                    f"[{_ratio(r.ci_low)[:-1]}, {_ratio(r.ci_high)[:-1]}]" if math.isfinite(r.ci_low) else "–",
+                    _pvalue(r.p_adjusted),
+                    f"{r.n_baseline_units}/{r.n_candidate_units}",
+                    verdict,
+                ]
+            )
+        sections.append((str(workload), cells))
+    g = c.geomean
+    g_ci = f"[{g.ci_low:.3f}, {g.ci_high:.3f}]" if math.isfinite(g.ci_low) else "–"
+    what = c.geomean_metric or "all metrics"
+    sections.append(
+        ("geomean", [["geomean", what, "", "", _ratio(g.ratio), g_ci, "", "", f"{g.n_cases} case(s)"]])
+    )
+    counts = ", ".join(f"{n} {v}" for v, n in c.counts.items() if n)
+    band = f"±{c.noise:.0%} noise band (±{c.single_band:.0%} with fewer than 3 processes a side)"
+    correction = {"holm": "Holm", "bh": "Benjamini–Hochberg"}[c.correction]
+    trailer = [
+        f"ratio > 1: the candidate is better (time: baseline/candidate; throughput: candidate/baseline). "
+        f"Medians ± the half-width of their 95% CI. p-values {correction}-corrected across {len(c.rows)} rows; {band}.",
+        f"verdicts: {counts}.",
+    ]
+    if c.unmatched:
+        only = {side: [f"{case} ({metric})" for case, metric, s in c.unmatched if s == side] for side in ("baseline", "candidate")}
+        for side, items in only.items():
+            if items:
+                trailer.append(f"unmatched, measured only in the {side} ({len(items)}): {', '.join(items)}")
+    return header, sections, notes, trailer
+
+
+def render_comparison_table(c: Comparison, console: Console) -> None:
+    """Print a comparison as a rich table, grouped by workload (benchstat's layout)."""
+    header, sections, notes, trailer = _comparison_grid(c)
+    table = Table(show_edge=False, header_style="bold", pad_edge=False)
+    for i, h in enumerate(header):
+        table.add_column(Text(h), justify="left" if i in (0, 1, 8) else "right", no_wrap=i != 8)
+    for s, (workload, rows) in enumerate(sections):
+        if s:
+            table.add_section()
+        if workload != "geomean":
+            table.add_row(Text(workload, style="bold cyan"))
+        for row in rows:
+            verdict = row[-1].split(" [")[0]
+            table.add_row(*map(Text, row[:-1]), Text(row[-1], style=_VERDICT_STYLE.get(verdict, "")))
+    console.print(table)
+    for i, note in enumerate(notes, 1):
+        console.print(f"[{i}] {note}", highlight=False, markup=False)
+    for line in trailer:
+        console.print(line, highlight=False, markup=False)
+
+
+def render_comparison_markdown(c: Comparison) -> str:
+    """A comparison as one GitHub-flavoured Markdown table, a bold row per workload."""
+    header, sections, notes, trailer = _comparison_grid(c)
+
+    def row(cells: list[str]) -> str:
+        return "| " + " | ".join(_md_escape(x) for x in cells) + " |"
+
+    lines = [row(header), "|" + "|".join("---" if i in (0, 1, 8) else "--:" for i in range(len(header))) + "|"]
+    for workload, rows in sections:
+        if workload != "geomean":
+            lines.append("| **" + _md_escape(workload) + "** |" + " |" * (len(header) - 1))
+        lines += [row(r) for r in rows]
+    lines.append("")
+    lines += [f"[{i}] {_md_escape(n)}  " for i, n in enumerate(notes, 1)]
+    lines += [_md_escape(t) + "  " for t in trailer]
+    return "\n".join(lines) + "\n"
+
+
+def _md_escape(text: str) -> str:
+    return str(text).replace("\\", "\\\\").replace("|", "\\|").replace("*", "\\*").replace("_", "\\_").replace("\n", " ")
+
+
+RECORD_KEYS = (
+    "case", "workload", "metric", "unit", "baseline_median", "candidate_median", "ratio", "ci_low", "ci_high",
+    "p_value", "p_adjusted", "verdict", "note", "baseline_ci_low", "baseline_ci_high", "candidate_ci_low",
+    "candidate_ci_high", "n_baseline_units", "n_candidate_units", "n_cases",
+)
+
+
+def comparison_records(c: Comparison) -> list[dict[str, Any]]:
+    """One dict per row, then one per unmatched (case, metric), then the ``geomean`` entry.
+
+    Keys are ``RECORD_KEYS``; NaN becomes ``None``. Unmatched entries have verdict
+    ``unmatched`` and a note naming the side that measured them.
+    """
+    out = []
+    for r in c.rows.to_dict("records"):
+        rec = {k: r.get(k) for k in RECORD_KEYS}
+        rec["case"] = r["case_id"]
+        rec["n_cases"] = None
+        out.append(rec)
+    for case, metric, side in c.unmatched:
+        rec = dict.fromkeys(RECORD_KEYS)
+        rec.update(case=case, workload=case.split("[", 1)[0], metric=metric, unit=METRICS[metric].unit if metric in METRICS else None, verdict=UNMATCHED, note=f"measured only in the {side}")
+        out.append(rec)
+    g = c.geomean
+    rec = dict.fromkeys(RECORD_KEYS)
+    rec.update(case="geomean", metric=c.geomean_metric, unit="ratio", ratio=g.ratio, ci_low=g.ci_low, ci_high=g.ci_high, n_cases=g.n_cases)
+    out.append(rec)
+    return [{k: _plain(v) for k, v in rec.items()} for rec in out]
+
+
+def _plain(v: Any) -> Any:
+    if v is None:
+        return None
+    if hasattr(v, "item"):
+        v = v.item()
+    if isinstance(v, float) and not math.isfinite(v):
+        return None
+    return v
+
+
+def render_comparison_json(c: Comparison) -> str:
+    """``comparison_records`` as a JSON list (strict JSON: no NaN)."""
+    return json.dumps(comparison_records(c), indent=2, allow_nan=False, ensure_ascii=False) + "\n"
+
+
+def render_comparison_csv(c: Comparison) -> str:
+    """``comparison_records`` as CSV with a header row, numbers at full precision."""
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=list(RECORD_KEYS), lineterminator="\n")
+    writer.writeheader()
+    for rec in comparison_records(c):
+        writer.writerow({k: "" if v is None else (repr(v) if isinstance(v, float) else v) for k, v in rec.items()})
+    return buf.getvalue()
+
+
+RENDERERS: dict[str, Callable[[Comparison], str]] = {
+    "markdown": render_comparison_markdown,
+    "csv": render_comparison_csv,
+    "json": render_comparison_json,
+}
+
+
+# ---------------------------------------------------------------------------- runs
+
+
+def runs_records(archive: Archive) -> list[dict[str, Any]]:
+    """One dict per valid run (the ``Archive.runs`` columns), timestamps as ISO strings."""
+    df = archive.runs.copy()
+    for col in ("started_at", "finished_at"):
+        df[col] = df[col].map(lambda t: None if pd.isna(t) else t.isoformat())
+    df["label"] = df["label"].astype(str)
+    df["run_id"] = df["run_id"].astype(str)
+    return [{k: _plain(v) for k, v in rec.items()} for rec in df.astype(object).where(df.notna(), None).to_dict("records")]
+
+
+def render_runs_table(archive: Archive, console: Console) -> None:
+    """Print the archive's runs as a table, then every validation problem."""
+    if archive.runs.empty:
+        console.print(f"No valid runs under {archive.root}.", highlight=False, markup=False)
+    else:
+        table = Table(show_edge=False, header_style="bold", pad_edge=False)
+        for name in ("label", "run id", "date (UTC)", "status", "device", "torch", "CUDA", "cases ok/failed/total"):
+            table.add_column(name, no_wrap=True)
+        for r in archive.runs.itertuples(index=False):
+            date = "–" if pd.isna(r.started_at) else r.started_at.strftime("%Y-%m-%d %H:%M")
+            device = " ".join(str(x) for x in (r.device_type, r.device_name) if x)
+            cells = (
+                r.label, r.run_id, date, r.status or "–", device or "–", r.torch or "–", r.cuda or "–",
+                f"{r.cases_ok}/{r.cases_failed}/{r.cases_total}",
+            )
+            table.add_row(*(Text(str(x)) for x in cells))
+        console.print(table)
+        labels = archive.labels()
+        console.print(f"{len(archive.runs)} run(s) under {len(labels)} label(s) in {archive.root}.", highlight=False, markup=False)
+    render_problems(archive, console)
+
+
+def render_problems(archive: Archive, console: Console) -> None:
+    """List the runs that were skipped while loading, one line each."""
+    if not archive.problems:
+        return
+    console.print(f"{len(archive.problems)} problem(s); these runs were skipped:", highlight=False, markup=False, style="yellow")
+    for p in archive.problems:
+        console.print(f"  {p.path}: {p.reason}", highlight=False, markup=False)
+
