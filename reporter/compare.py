@@ -154,7 +154,9 @@ def compare_labels(
             "compare two labels, or two runs with LABEL@RUN_ID"
         )
     stats = {name: _side_stats(side, confidence) for name, side in sides.items()}
-    merged = stats["baseline"].join(stats["candidate"], how="outer", lsuffix="_b", rsuffix="_c")
+    merged = stats["baseline"].merge(
+        stats["candidate"], how="outer", left_index=True, right_index=True, suffixes=("_b", "_c")
+    )
     in_b = merged["n_units_b"].notna()
     in_c = merged["n_units_c"].notna()
     unmatched = [(c, m, "baseline") for c, m in merged.index[in_b & ~in_c]]

@@ -495,10 +495,14 @@ def compute_verdict(
           ``1 + band`` / below ``1/(1 + band)``, where ``band`` is ``noise`` with at
           least ``min_units`` processes on both sides and ``single_band`` otherwise;
         * ``inconclusive``: no ratio (NaN); or a significant difference whose CI reaches
-          into the band (real, but perhaps smaller than noise); or a non-significant one
-          whose CI reaches beyond ``±single_band`` (too noisy to rule out a large change);
+          into the band (real, but perhaps smaller than noise), which with fewer than
+          ``min_units`` processes a side is any significant difference not clearly beyond
+          the wide band (it cannot be told from between-process variation); or a
+          non-significant one whose CI reaches beyond ``±single_band`` (too noisy to rule
+          out a large change);
         * ``no significant difference``: everything else (not significant and the CI
-          within ``±single_band``, or significant and the CI within the band).
+          within ``±single_band``, or, with enough processes, significant and the CI
+          within the noise band).
 
         The note says when the verdict rests on fewer than ``min_units`` processes.
     """
@@ -530,6 +534,9 @@ def compute_verdict(
         return Verdict(VERDICT_BETTER, "; ".join(notes))
     if significant and ci_high < lower:
         return Verdict(VERDICT_WORSE, "; ".join(notes))
+    if significant and few:
+        notes.insert(0, f"a significant difference, but not clearly beyond ±{band:.0%}")
+        return Verdict(VERDICT_INCONCLUSIVE, "; ".join(notes))
     if significant and (ci_low < lower or ci_high > upper):
         notes.insert(0, f"a significant difference whose CI reaches into the ±{band:.0%} noise band")
         return Verdict(VERDICT_INCONCLUSIVE, "; ".join(notes))

@@ -105,3 +105,49 @@ def load_reference_aa() -> dict[str, dict[str, list[float]]]:
     """The public H200 A/A reference: process -> case -> raw samples (seconds)."""
     data = json.loads(REFERENCE_AA.read_text())
     return {p: {c: v["samples"] for c, v in cases.items()} for p, cases in data["processes"].items()}
+
+
+def write_run_arrays(
+    root: Path, label: str, run_id: str, case_ids: Sequence[str], process: np.ndarray, values: np.ndarray,
+    *, metric_name: str = "time",
+) -> Path:
+    """Write one run from per-sample arrays (vectorised, for large synthetic archives).
+
+    ``case_ids`` names each sample's case; every (case, process) pair gets an ``ok`` row.
+    """
+    import pyarrow as pa
+
+    from collector.archive import write_table_atomic
+    from collector.schema import CASES_SCHEMA, ENVIRONMENT_SCHEMA, SAMPLES_SCHEMA, table_metadata
+
+    folder = Path(root) / label / run_id
+    folder.mkdir(parents=True)
+    meta = table_metadata(run_id=run_id, label=label)
+    m = metric(metric_name)
+    n = len(values)
+    case_arr = pa.array(list(case_ids), type=pa.string())
+    index = np.zeros(n, dtype=np.int32)  # sample index within (case, process): not used by the reporter
+    samples = pa.Table.from_arrays(
+        [case_arr, pa.array(process.astype(np.int32)), pa.array([m.name] * n), pa.array([m.unit] * n),
+         pa.array([m.better] * n), pa.array(index), pa.array(values.astype(np.float64)),
+         pa.array(np.ones(n, dtype=np.int64))],
+        schema=SAMPLES_SCHEMA,
+    ).replace_schema_metadata(meta)
+    pairs = sorted(set(zip(case_ids, process.tolist())))
+    k = len(pairs)
+    cases = pa.Table.from_arrays(
+        [pa.array([c for c, _ in pairs]), pa.array([case_workload(c) for c, _ in pairs]), pa.array(["{}"] * k),
+         pa.array([p for _, p in pairs], type=pa.int32()), pa.array(["ok"] * k), pa.array([None] * k, type=pa.string()),
+         pa.array(["cuda_event"] * k), pa.array(["cuda"] * k),
+         pa.array([int(EPOCH * 1e6)] * k, type=pa.timestamp("us", tz="UTC")), pa.array([1.0] * k),
+         pa.array([None] * k, type=pa.float64()), pa.array([None] * k, type=pa.float64()),
+         pa.array([None] * k, type=pa.float64()), pa.array([None] * k, type=pa.string())],
+        schema=CASES_SCHEMA,
+    ).replace_schema_metadata(meta)
+    env = pa.Table.from_arrays(
+        [pa.array(["run"]), pa.array(["status"]), pa.array(["complete"])], schema=ENVIRONMENT_SCHEMA
+    ).replace_schema_metadata(meta)
+    write_table_atomic(env, folder / "environment.parquet")
+    write_table_atomic(samples, folder / "samples.parquet")
+    write_table_atomic(cases, folder / "cases.parquet")
+    return folder

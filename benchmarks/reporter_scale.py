@@ -1,0 +1,158 @@
+"""Time the reporter at archive scale: load + all summaries + one comparison of 100 cases.
+
+The archive is SYNTHETIC input for timing the tool (lognormal numbers from a seeded
+generator, in a temporary folder that is deleted afterwards), never a measurement and
+never written under runs/. By default: 1,000 runs (20 labels x 50 runs) x 100 cases x
+5 worker processes x 10 samples = 5M samples.
+
+    .venv/bin/python benchmarks/reporter_scale.py [--runs 1000] [--cases 100] [--keep DIR]
+
+The archive is written by a child process so that the peak RSS reported
+(``resource.getrusage``) is the reporter's alone.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+LABELS = 20
+PROCESSES = 5
+SAMPLES_PER_PROCESS = 10
+
+
+def write_synthetic_archive(out: Path, n_runs: int, n_cases: int, seed: int = 0) -> None:
+    """Write ``n_runs`` synthetic runs of ``n_cases`` cases under ``out`` (timing input only)."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from collector.schema import (
+        CASES_FILE, CASES_SCHEMA, ENVIRONMENT_FILE, ENVIRONMENT_SCHEMA, SAMPLES_FILE, SAMPLES_SCHEMA, table_metadata,
+    )
+
+    rng = np.random.default_rng(seed)
+    case_ids = [f"synthetic_matmul[n={256 * (i + 1)}]" for i in range(n_cases)]
+    centers = np.exp(rng.uniform(np.log(1e-5), np.log(1e-1), n_cases))
+    n_per_case = PROCESSES * SAMPLES_PER_PROCESS
+    n_samples = n_cases * n_per_case
+    sample_case = np.repeat(np.arange(n_cases), n_per_case)
+    sample_process = np.tile(np.repeat(np.arange(PROCESSES, dtype=np.int32), SAMPLES_PER_PROCESS), n_cases)
+    sample_index = np.tile(np.arange(SAMPLES_PER_PROCESS, dtype=np.int32), n_cases * PROCESSES)
+    case_col = pa.array([case_ids[i] for i in sample_case])
+    constant = {
+        "metric": pa.array(["time"] * n_samples),
+        "unit": pa.array(["s"] * n_samples),
+        "better": pa.array(["lower"] * n_samples),
+    }
+    env_keys = [("run", "status"), ("run", "suite"), ("torch", "version"), ("cuda", "runtime"), ("gpu0", "name"),
+                ("host", "hostname")] + [("env", f"SYNTHETIC_VAR_{i}") for i in range(110)]
+    attempts = n_cases * PROCESSES
+    for r in range(n_runs):
+        label = f"synthetic-stack-{r % LABELS:02d}"
+        run_id = f"2026{(r // 28 // 24) % 12 + 1:02d}{(r // 24) % 28 + 1:02d}T{r % 24:02d}0000Z-{r:06x}"
+        folder = out / label / run_id
+        folder.mkdir(parents=True)
+        meta = table_metadata(run_id=run_id, label=label)
+        speed = 1.0 + 0.02 * (r % LABELS)
+        process_effect = np.repeat(rng.normal(0, 0.02, n_cases * PROCESSES), SAMPLES_PER_PROCESS)
+        values = centers[sample_case] / speed * np.exp(process_effect + rng.normal(0, 0.03, n_samples))
+        samples = pa.Table.from_arrays(
+            [case_col, pa.array(sample_process), constant["metric"], constant["unit"], constant["better"],
+             pa.array(sample_index), pa.array(values), pa.array(np.full(n_samples, 10, dtype=np.int64))],
+            schema=SAMPLES_SCHEMA,
+        ).replace_schema_metadata(meta)
+        cases = pa.Table.from_arrays(
+            [pa.array([c for c in case_ids for _ in range(PROCESSES)]),
+             pa.array(["synthetic_matmul"] * attempts),
+             pa.array([f'{{"n":{256 * (i + 1)}}}' for i in range(n_cases) for _ in range(PROCESSES)]),
+             pa.array(np.tile(np.arange(PROCESSES, dtype=np.int32), n_cases)),
+             pa.array(["ok"] * attempts), pa.array([None] * attempts, type=pa.string()),
+             pa.array(["cuda_event"] * attempts), pa.array(["cuda"] * attempts),
+             pa.array(np.full(attempts, 1_796_220_000_000_000 + r, dtype=np.int64), type=pa.timestamp("us", tz="UTC")),
+             pa.array(np.ones(attempts)), pa.array(np.full(attempts, 1e9)), pa.array([None] * attempts, type=pa.float64()),
+             pa.array([None] * attempts, type=pa.float64()), pa.array([None] * attempts, type=pa.string())],
+            schema=CASES_SCHEMA,
+        ).replace_schema_metadata(meta)
+        env_values = ["complete", "synthetic", "0.0.0+synthetic", "0.0", "Synthetic GPU", "synthetic-host"]
+        env_values += ["x"] * (len(env_keys) - len(env_values))
+        environment = pa.Table.from_arrays(
+            [pa.array([s for s, _ in env_keys]), pa.array([k for _, k in env_keys]), pa.array(env_values)],
+            schema=ENVIRONMENT_SCHEMA,
+        ).replace_schema_metadata(meta)
+        for name, table in ((ENVIRONMENT_FILE, environment), (CASES_FILE, cases), (SAMPLES_FILE, samples)):
+            pq.write_table(table, folder / name, compression="zstd")
+
+
+def time_reporter(runs_dir: Path) -> list[tuple[str, float, float]]:
+    """Load, summarise and compare; returns (step, wall seconds, peak RSS MiB after the step)."""
+    from reporter.compare import compare_labels, compute_summaries
+    from reporter.load import load_archive
+
+    def peak_mib() -> float:
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+
+    steps = []
+    t0 = time.perf_counter()
+    archive = load_archive(runs_dir)
+    t1 = time.perf_counter()
+    steps.append((f"load ({len(archive.runs)} runs, {len(archive.samples):,} samples)", t1 - t0, peak_mib()))
+    summaries = compute_summaries(archive)
+    t2 = time.perf_counter()
+    steps.append((f"all summaries ({len(summaries):,} label/case/metric groups)", t2 - t1, peak_mib()))
+    labels = archive.labels()
+    comparison = compare_labels(archive, labels[0], labels[1])
+    t3 = time.perf_counter()
+    steps.append((f"compare {labels[0]} vs {labels[1]} ({len(comparison.rows)} cases)", t3 - t2, peak_mib()))
+    steps.append(("total", t3 - t0, peak_mib()))
+    return steps
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=1000)
+    parser.add_argument("--cases", type=int, default=100)
+    parser.add_argument("--keep", type=Path, help="write the synthetic archive here and keep it (must not exist)")
+    parser.add_argument("--write-only", type=Path, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.write_only:
+        write_synthetic_archive(args.write_only, args.runs, args.cases)
+        return
+    tmp = None
+    if args.keep:
+        out = args.keep
+        if out.exists():
+            parser.error(f"--keep {out} already exists")
+    else:
+        tmp = tempfile.mkdtemp(prefix="imagebench-synthetic-archive-")
+        out = Path(tmp) / "archive"
+    try:
+        t = time.perf_counter()
+        subprocess.run(
+            [sys.executable, __file__, "--runs", str(args.runs), "--cases", str(args.cases), "--write-only", str(out)],
+            check=True,
+        )
+        print(f"wrote a synthetic archive of {args.runs} runs x {args.cases} cases x {PROCESSES * SAMPLES_PER_PROCESS} "
+              f"samples in {time.perf_counter() - t:.1f} s ({out}); timing the reporter on {os.cpu_count()} core(s):")
+        steps = time_reporter(out)
+        width = max(len(s) for s, _, _ in steps)
+        print(f"{'step':<{width}}  {'wall s':>8}  {'peak RSS MiB':>12}")
+        for step, wall, rss in steps:
+            print(f"{step:<{width}}  {wall:>8.2f}  {rss:>12.0f}")
+    finally:
+        if tmp:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
