@@ -1,0 +1,137 @@
+"""Charts for the site: Altair specifications rendered to SVG with vl-convert (no network).
+
+Each ``chart_*`` function takes plain rows (already computed by reporter.compare or
+reporter.pages) and returns a Vega-Lite specification as a dict; ``render_svgs`` turns
+many of them into SVG strings, in a few processes when there are many. The data is
+inlined in the specification, so rendering needs neither a network nor a browser, and
+the SVG is embedded in the page as is.
+
+Strings from runs (labels, case names) only ever travel as data values: Vega's SVG
+renderer writes them as XML-escaped text, never as markup.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+from concurrent.futures import ProcessPoolExecutor
+from typing import Any, Mapping, Sequence
+
+import altair as alt
+
+WIDTH = 560
+ROW_HEIGHT = 18
+VERDICT_COLORS = {
+    "better": "#1a9850",
+    "worse": "#d73027",
+    "no significant difference": "#7f7f7f",
+    "inconclusive": "#fdae61",
+}
+# Below this many charts a process pool costs more than it saves.
+POOL_THRESHOLD = 24
+
+
+def _clean(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Rows with non-finite numbers as None (JSON has no NaN)."""
+    out = []
+    for row in rows:
+        clean = {}
+        for k, v in row.items():
+            if isinstance(v, float) and not math.isfinite(v):
+                v = None
+            clean[k] = v
+        out.append(clean)
+    return out
+
+
+def chart_ratios(rows: Sequence[Mapping[str, Any]], *, x_title: str, verdict_names: Mapping[str, str]) -> dict[str, Any]:
+    """Ratio (> 1: candidate better) with its 95% CI as an error bar, one line per case.
+
+    ``rows``: dicts with ``case`` (the y label), ``ratio``, ``ci_low``, ``ci_high`` and
+    ``verdict`` (one of reporter.stats.VERDICTS), in the order to show them.
+    """
+    data = _clean([{**r, "verdict_name": verdict_names.get(str(r["verdict"]), str(r["verdict"]))} for r in rows])
+    order = [str(r["case"]) for r in data]
+    values = [v for r in data for v in (r.get("ci_low"), r.get("ci_high"), r.get("ratio")) if v]
+    lo, hi = (min(values + [1.0]), max(values + [1.0])) if values else (0.9, 1.1)
+    pad = max(0.01, (hi - lo) * 0.08)
+    domain = [max(lo - pad, 1e-6), hi + pad]
+    base = alt.Chart(alt.Data(values=data))
+    y = alt.Y("case:N", sort=order, title=None, axis=alt.Axis(labelLimit=260))
+    x_scale = alt.Scale(domain=domain, zero=False)
+    colors = alt.Scale(
+        domain=[verdict_names.get(k, k) for k in VERDICT_COLORS], range=list(VERDICT_COLORS.values())
+    )
+    bars = base.mark_rule(strokeWidth=2).encode(
+        x=alt.X("ci_low:Q", scale=x_scale, title=x_title), x2="ci_high:Q", y=y,
+        color=alt.Color("verdict_name:N", scale=colors, legend=alt.Legend(title=None, orient="bottom")),
+    )
+    points = base.mark_point(filled=True, size=50).encode(
+        x=alt.X("ratio:Q", scale=x_scale), y=y, color=alt.Color("verdict_name:N", scale=colors)
+    )
+    one = alt.Chart(alt.Data(values=[{"one": 1.0}])).mark_rule(strokeDash=[4, 3], color="#444").encode(x="one:Q")
+    chart = alt.layer(one, bars, points).properties(width=WIDTH - 280, height=max(40, ROW_HEIGHT * len(data)))
+    return chart.to_dict(validate=False)
+
+
+def chart_lines(
+    rows: Sequence[Mapping[str, Any]],
+    *,
+    x_title: str,
+    y_title: str,
+    x_type: str = "Q",
+    x_order: Sequence[str] | None = None,
+    log_x: bool = True,
+    log_y: bool = True,
+) -> dict[str, Any]:
+    """Medians with 95% CI error bars, one line per series: time by size, scaling, trends.
+
+    ``rows``: dicts with ``x`` (a number, or a label for ``x_type="N"`` in ``x_order``),
+    ``y``, ``y_low``, ``y_high`` and ``series`` (the line: a label, or a case).
+    """
+    data = _clean(rows)
+    if x_type == "Q":
+        x = alt.X("x:Q", title=x_title, scale=alt.Scale(type="log" if log_x else "linear", zero=False))
+    else:
+        x = alt.X("x:N", title=x_title, sort=list(x_order or []), axis=alt.Axis(labelAngle=-30, labelLimit=160))
+    y_scale = alt.Scale(type="log" if log_y else "linear", zero=False)
+    base = alt.Chart(alt.Data(values=data))
+    series = sorted({str(r["series"]) for r in data})
+    color = alt.Color("series:N", title=None, sort=series, legend=alt.Legend(orient="bottom", columns=2, labelLimit=260))
+    line = base.mark_line(point=True).encode(x=x, y=alt.Y("y:Q", title=y_title, scale=y_scale), color=color)
+    bars = base.mark_rule().encode(x=x, y=alt.Y("y_low:Q", scale=y_scale), y2="y_high:Q", color=color)
+    chart = alt.layer(bars, line).properties(width=WIDTH - 120, height=240)
+    return chart.to_dict(validate=False)
+
+
+def render_svg(spec: Mapping[str, Any]) -> str:
+    """One Vega-Lite specification as an SVG document (one line, no XML prolog)."""
+    import vl_convert as vlc
+
+    svg = vlc.vegalite_to_svg(dict(spec))
+    return re.sub(r"\s*\n\s*", " ", svg).strip()
+
+
+def render_svgs(specs: Sequence[Mapping[str, Any]], workers: int | None = None) -> list[str]:
+    """Render many specifications, in up to ``workers`` processes (default: the CPUs)."""
+    if not specs:
+        return []
+    workers = workers or min(4, os.cpu_count() or 1)
+    if workers <= 1 or len(specs) < POOL_THRESHOLD:
+        return [render_svg(s) for s in specs]
+    chunk = max(1, len(specs) // (workers * 4))
+    with ProcessPoolExecutor(max_workers=workers) as pool:
+        return list(pool.map(render_svg, specs, chunksize=chunk))
+
+
+def uniquify_ids(svg: str, prefix: str) -> str:
+    """Prefix the ids an SVG defines (clip paths, gradients) so that several SVGs can share a page."""
+    ids = set(re.findall(r'\bid="([^"]+)"', svg))
+    if not ids:
+        return svg
+    for ident in sorted(ids, key=len, reverse=True):
+        new = f"{prefix}-{ident}"
+        svg = svg.replace(f'id="{ident}"', f'id="{new}"').replace(f"url(#{ident})", f"url(#{new})")
+        svg = svg.replace(f'href="#{ident}"', f'href="#{new}"')
+    return svg

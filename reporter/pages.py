@@ -1,0 +1,308 @@
+"""The views of every page that is not an article: runs archive, trends, methodology, indexes.
+
+Like reporter.article, these functions only arrange numbers that reporter.compare
+computed (summaries, comparisons) and strings that runs recorded; templates format them.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any, Mapping, Sequence
+
+import pandas as pd
+from markupsafe import Markup
+
+from collector.schema import METRICS, TIMINGS
+from collector.workloads import FAMILIES
+from reporter.charts import chart_lines
+from reporter.compare import Comparison
+from reporter.config import DeviceClass
+from reporter.load import Archive
+from reporter.render import Messages
+from reporter.views import (
+    OTHER_FAMILY,
+    ChartView,
+    Column,
+    Link,
+    TableView,
+    WorkloadInfo,
+    distinct,
+    family_of,
+    joined,
+    params_label,
+    relpath,
+    run_slug,
+    slug,
+)
+
+RAW_FILES = ("environment.parquet", "cases.parquet", "samples.parquet")
+TREND_HIDDEN_METRICS = ("wall_time",)
+# Trends show the metrics a reader follows across versions; one chart per workload.
+TREND_CHART_METRICS = ("time", "latency", "compile_time", "throughput")
+MAX_CHART_SERIES = 12
+
+
+def _col(t: Messages, key: str, fmt: str = "text", right: bool = False, **values: Any) -> Column:
+    return Column(t(f"col.{key}", **values), fmt, right)
+
+
+def _date(value: Any) -> str | None:
+    if value is None or pd.isna(value):
+        return None
+    return pd.Timestamp(value).strftime("%Y-%m-%d %H:%M UTC")
+
+
+def label_page(label: str) -> str:
+    return f"runs/{slug(label)}/index.md"
+
+
+def run_page(label: str, run_id: str) -> str:
+    return f"runs/{slug(label)}/{run_slug(run_id)}/index.md"
+
+
+# ---- runs archive --------------------------------------------------------------------------
+
+
+def runs_index_view(archive: Archive, classes: Sequence[DeviceClass], t: Messages) -> dict[str, Any]:
+    page = "runs/index.md"
+    table = TableView([_col(t, "label", "link"), _col(t, "device"), _col(t, "runs", right=True), _col(t, "first"),
+                       _col(t, "last"), _col(t, "status_counts"), _col(t, "torch")])
+    runs = archive.runs
+    order = [lab for c in classes for lab in c.labels]
+    order += [lab for lab in archive.labels() if lab not in order]
+    seen: set[str] = set()
+    for label in order:
+        if label in seen:
+            continue
+        seen.add(label)
+        r = runs[runs["label"].astype(str) == label]
+        status = r["status"].fillna("?").astype(str).value_counts()
+        table.rows.append([
+            Link(label, relpath(page, label_page(label))),
+            joined(distinct(r["device_name"])),
+            str(len(r)),
+            _date(r["started_at"].min()),
+            _date(r["started_at"].max()),
+            ", ".join(f"{k}: {v}" for k, v in sorted(status.items())),
+            joined(distinct(r["torch"])),
+        ])
+    problems = TableView([_col(t, "path"), _col(t, "reason")])
+    problems.rows = [[p.path, p.reason] for p in archive.problems]
+    return {"labels": table, "n_runs": len(runs), "problems": problems}
+
+
+def label_view(archive: Archive, label: str, reports: Sequence[dict[str, Any]], t: Messages) -> dict[str, Any]:
+    page = label_page(label)
+    r = archive.runs[archive.runs["label"].astype(str) == label].sort_values("started_at")
+    table = TableView([_col(t, "run", "link"), _col(t, "started"), _col(t, "finished"), _col(t, "status"), _col(t, "suite"),
+                       _col(t, "device"), _col(t, "host"), _col(t, "image"), _col(t, "cases_ok", right=True),
+                       _col(t, "cases_failed", right=True), _col(t, "cases_total", right=True)])
+    for row in r.itertuples():
+        run_id = str(row.run_id)
+        table.rows.append([
+            Link(run_id, relpath(page, run_page(label, run_id))), _date(row.started_at), _date(row.finished_at),
+            row.status, row.suite, row.device_name, row.hostname, row.image,
+            str(row.cases_ok), str(row.cases_failed), str(row.cases_total),
+        ])
+    counts = TableView([_col(t, "status"), _col(t, "runs", right=True)])
+    counts.rows = [[k, str(v)] for k, v in sorted(r["status"].fillna("?").astype(str).value_counts().items())]
+    mine = TableView([_col(t, "report", "link"), _col(t, "baseline"), _col(t, "candidate")])
+    for rep in reports:
+        if label in (rep["baseline"].partition("@")[0], rep["candidate"].partition("@")[0]):
+            mine.rows.append([Link(rep["title"], relpath(page, rep["page"])), rep["baseline"], rep["candidate"]])
+    return {
+        "label": label,
+        "runs": table,
+        "status_counts": counts,
+        "first": _date(r["started_at"].min()) or "?",
+        "last": _date(r["started_at"].max()) or "?",
+        "reports": mine,
+    }
+
+
+def run_view(archive: Archive, label: str, run_id: str, t: Messages) -> dict[str, Any]:
+    runs = archive.runs
+    row = runs[runs["run_id"].astype(str) == run_id].iloc[0]
+    summary = TableView([_col(t, "item"), _col(t, "value")])
+    for key in ("label", "run_id", "status", "started_at", "finished_at", "suite", "device_type", "device_name", "hostname",
+                "image", "torch", "cuda", "cudnn", "driver"):
+        value = row[key]
+        if key in ("started_at", "finished_at"):
+            value = _date(value)
+        summary.rows.append([t(f"run.field.{key}"), None if value is None or (isinstance(value, float) and value != value) else str(value)])
+    files = TableView([_col(t, "file", "link"), _col(t, "what")])
+    files.rows = [[Link(name, name), t(f"run.file.{name.split('.')[0]}")] for name in RAW_FILES]
+    cases = archive.cases[archive.cases["run_id"].astype(str) == run_id].sort_values(["case_id", "process"], kind="stable")
+    table = TableView([_col(t, "case"), _col(t, "workload"), _col(t, "process", right=True), _col(t, "status"),
+                       _col(t, "timing"), _col(t, "duration", "s", True), _col(t, "error")])
+    for c in cases.itertuples():
+        table.rows.append([c.case_id, c.workload, str(c.process), c.status, c.timing,
+                           (c.duration_s, "s") if c.duration_s == c.duration_s else None,
+                           c.error if isinstance(c.error, str) and c.error else None])
+    table.columns[5].fmt = "value"
+    env = archive.environment[archive.environment["run_id"].astype(str) == run_id]
+    fingerprint = []
+    for section, group in env.groupby(env["section"].astype(str), sort=False):
+        kv = TableView([_col(t, "key"), _col(t, "value")])
+        kv.rows = [[k, v] for k, v in zip(group["key"].astype(str), group["value"].astype(str))]
+        fingerprint.append({"name": section, "table": kv})
+    ok = int((cases.groupby("case_id", observed=True)["status"].agg(lambda s: (s == "ok").all())).sum()) if len(cases) else 0
+    failed = int((cases.groupby("case_id", observed=True)["status"].agg(lambda s: (s != "ok").any())).sum()) if len(cases) else 0
+    return {
+        "label": label,
+        "run_id": run_id,
+        "summary": summary,
+        "files": files,
+        "cases": table,
+        "counts": {"ok": ok, "failed": failed, "total": int(cases["case_id"].nunique())},
+        "fingerprint": fingerprint,
+    }
+
+
+# ---- reports index ---------------------------------------------------------------------------
+
+
+def reports_index_view(reports: Sequence[dict[str, Any]], *, archive: Archive, chosen_by: str, config_name: str | None,
+                       skipped: Sequence[str], t: Messages) -> dict[str, Any]:
+    page = "reports/index.md"
+    table = TableView([_col(t, "report", "link"), _col(t, "baseline"), _col(t, "candidate"), _col(t, "device"),
+                       _col(t, "geomean", "ratio", True), _col(t, "ci", "ci", True), _col(t, "n_better", right=True),
+                       _col(t, "n_worse", right=True), _col(t, "n_same", right=True), _col(t, "n_inconclusive", right=True)])
+    for rep in reports:
+        c: Comparison = rep["comparison"]
+        g = c.geomean
+        table.rows.append([
+            Link(rep["title"], relpath(page, rep["page"])), rep["baseline"], rep["candidate"], rep["device"],
+            g.ratio, (g.ci_low, g.ci_high), str(c.counts.get("better", 0)), str(c.counts.get("worse", 0)),
+            str(c.counts.get("no significant difference", 0)), str(c.counts.get("inconclusive", 0)),
+        ])
+    labels = archive.labels()
+    record = "python -m collector run --out runs --label NEW-STACK-LABEL\nreporter build --runs runs"
+    return {
+        "comparisons": table,
+        "chosen_by": chosen_by,
+        "config_name": config_name,
+        "n_labels": len(labels),
+        "only_label": labels[0] if len(labels) == 1 else None,
+        "record_command": record,
+        "skipped": list(skipped),
+    }
+
+
+# ---- trends ----------------------------------------------------------------------------------
+
+
+@dataclass
+class TrendInput:
+    """What trends are built from: per device class, the summaries and the neighbour comparisons."""
+
+    cls: DeviceClass
+    summaries: pd.DataFrame  # compute_summaries of the class's runs
+    neighbours: dict[tuple[str, str], Comparison]  # (previous label, label) -> comparison
+
+
+def trends_views(inputs: Sequence[TrendInput], workloads: Mapping[str, WorkloadInfo], t: Messages,
+                 chart_counter: list[int]) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
+    """The trends index view and one view per workload family."""
+    families: dict[str, dict[str, Any]] = {}
+    lang = t.lang
+    for inp in inputs:
+        s = inp.summaries
+        if s.empty:
+            continue
+        s = s[~s["metric"].isin(TREND_HIDDEN_METRICS)].copy()
+        s["family"] = [family_of(w, workloads) for w in s["workload"]]
+        order = list(inp.cls.labels)
+        flags: dict[tuple[str, str, str], str] = {}
+        for (before, after), comparison in inp.neighbours.items():
+            for r in comparison.rows.itertuples():
+                if r.verdict in ("better", "worse"):
+                    flags[(after, r.case_id, r.metric)] = r.verdict
+        for family, fam_rows in s.groupby("family", sort=False):
+            view = families.setdefault(str(family), {"family": str(family), "groups": [], "n_cases": 0, "labels": set()})
+            group = {"device": inp.cls.name, "order": " → ".join(order), "workloads": []}
+            for workload, w_rows in fam_rows.groupby("workload", sort=True):
+                info = workloads.get(str(workload))
+                title = info.title_in(lang) if info else str(workload)
+                present = [lab for lab in order if lab in set(w_rows["label"].astype(str))]
+                table = TableView([_col(t, "case"), _col(t, "metric")] +
+                                  [Column(Markup(_md_label(lab)), "median_ci", True) for lab in present])
+                points = []
+                for (case_id, metric), rows in w_rows.groupby(["case_id", "metric"], sort=True):
+                    by_label = {str(r.label): r for r in rows.itertuples()}
+                    cells: list[Any] = [params_label(rows["params"].iloc[0]) or case_id, _metric(t, str(metric))]
+                    for lab in present:
+                        r = by_label.get(lab)
+                        if r is None:
+                            cells.append(None)
+                            continue
+                        cells.append({"median": r.median, "low": r.ci_low, "high": r.ci_high, "unit": r.unit,
+                                      "flag": flags.get((lab, str(case_id), str(metric)))})
+                    table.rows.append(cells)
+                    view["n_cases"] += 1
+                chart_metric = next((m for m in TREND_CHART_METRICS if (w_rows["metric"] == m).any()), None)
+                charts = []
+                if chart_metric and len(present) >= 2:
+                    sub = w_rows[w_rows["metric"] == chart_metric]
+                    cases = sorted(sub["case_id"].astype(str).unique())[:MAX_CHART_SERIES]
+                    for r in sub.itertuples():
+                        if str(r.case_id) in cases:
+                            points.append({"x": str(r.label), "y": r.median, "y_low": r.ci_low, "y_high": r.ci_high,
+                                           "series": params_label(r.params) or str(r.case_id)})
+                    unit = str(sub["unit"].iloc[0])
+                    spec = chart_lines(points, x_title=t.plain("chart.label_axis"),
+                                       y_title=f"{_metric(t, chart_metric)} ({unit})", x_type="N", x_order=present,
+                                       log_x=False, log_y=unit in ("s", "bytes"))
+                    data = TableView([_col(t, "label"), _col(t, "case"), _col(t, "median", "value", True),
+                                      _col(t, "ci", "value_ci", True)])
+                    data.rows = [[p["x"], p["series"], (p["y"], unit), (p["y_low"], p["y_high"], unit)] for p in points]
+                    chart_counter[0] += 1
+                    charts.append(ChartView(t.plain("chart.trend_title", workload=title, metric=_metric(t, chart_metric)),
+                                            spec, data, f"t{chart_counter[0]}"))
+                group["workloads"].append({"title": title, "table": table, "charts": charts})
+                view["labels"].update(present)
+            view["groups"].append(group)
+    index = TableView([_col(t, "family", "link"), _col(t, "cases", right=True), _col(t, "labels", right=True)])
+    ordered = [f for f in (*FAMILIES, OTHER_FAMILY) if f in families]
+    for family in ordered:
+        v = families[family]
+        index.rows.append([Link(t.plain(f"family.{family}"), f"{family}.md"), str(v["n_cases"]), str(len(v["labels"]))])
+    return {"families": index}, {f: families[f] for f in ordered}
+
+
+def _md_label(label: str) -> str:
+    from reporter.render import md_escape
+
+    return str(md_escape(label))
+
+
+def _metric(t: Messages, metric: str) -> str:
+    key = f"metric.{metric}"
+    return t.plain(key) if t.has(key) else metric
+
+
+# ---- methodology -----------------------------------------------------------------------------
+
+
+def methodology_view(workloads: Mapping[str, WorkloadInfo], t: Messages) -> dict[str, Any]:
+    lang = t.lang
+    families = []
+    for family in FAMILIES:
+        ws = sorted((w for w in workloads.values() if w.family == family), key=lambda w: w.name)
+        if ws:
+            # The registry's paragraphs are Markdown written in this repository, not run data.
+            families.append({"key": family, "workloads": [
+                {"name": w.name, "title": w.title_in(lang), "method": Markup(w.method_in(lang))} for w in ws]})
+    metrics = TableView([_col(t, "metric"), _col(t, "unit"), _col(t, "better"), _col(t, "description")])
+    for m in METRICS.values():
+        key = f"metric_description.{m.name}"
+        description = t(key) if t.has(key) and lang != "en" else m.description
+        metrics.rows.append([Markup(f"`{m.name}`"), m.unit, t(f"better.{m.better}"), description])
+    timings = TableView([_col(t, "timing"), _col(t, "description")])
+    timings.rows = [[Markup(f"`{name}`"), t(f"timing_description.{name}")] for name in TIMINGS]
+    return {"families": families, "metrics": metrics, "timings": timings}
+
+
+def dumps_params(params: Mapping[str, Any]) -> str:
+    return json.dumps(dict(params), sort_keys=True)

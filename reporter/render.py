@@ -1,0 +1,343 @@
+"""The Jinja2 environment the site is rendered with: Markdown escaping, number formats, strings.
+
+Every value a template prints with ``{{ ... }}`` passes through ``finalize``, which
+escapes it for Markdown *and* HTML unless it is ``Markup`` (text this package produced
+itself: formatted numbers, links to generated pages, the SVG of a chart). A string from
+a run — a label, an image name, a fingerprint value, an error text, case parameters —
+is therefore escaped wherever it is rendered, and a string that looks like Jinja
+(``{{ 7*7 }}``) is only ever data: templates are loaded from files, never from strings
+that came from a run.
+
+User-facing text lives in ``reporter/i18n/<lang>.toml``, one file per language, looked
+up with ``t("dotted.key", name=value)``; the values substituted into a message are
+escaped the same way.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+import re
+import string
+import urllib.parse
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Mapping
+
+import jinja2
+from markupsafe import Markup
+
+try:  # Python 3.11+
+    import tomllib
+except ModuleNotFoundError:  # pragma: no cover - Python 3.10
+    import tomli as tomllib  # type: ignore[no-redef]
+
+TEMPLATES_DIR = Path(__file__).resolve().parent / "templates"
+I18N_DIR = Path(__file__).resolve().parent / "i18n"
+LANGUAGES = ("en", "zh")
+
+# Characters with a meaning in Markdown, the Markdown extensions the site enables, or
+# HTML. Replaced by numeric character references, which Markdown passes through as
+# literal text and the browser shows as the character itself. With brackets escaped no
+# link or image can form, and since a value never starts a line (line breaks become
+# <br>), list, heading and table syntax cannot start inside one either.
+_MD_SPECIAL = {
+    "&": "&amp;",
+    "<": "&lt;",
+    ">": "&gt;",
+    '"': "&quot;",
+    "'": "&#39;",
+    "|": "&#124;",
+    "`": "&#96;",
+    "[": "&#91;",
+    "]": "&#93;",
+    "{": "&#123;",
+    "}": "&#125;",
+    "*": "&#42;",
+    "_": "&#95;",
+    "\\": "&#92;",
+    "#": "&#35;",
+}
+_MD_SPECIAL_RE = re.compile("[" + re.escape("".join(_MD_SPECIAL)) + "]")
+_CONTROL_RE = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+
+
+def md_escape(value: Any) -> Markup:
+    """``value`` as inline Markdown text that renders literally, on one logical line.
+
+    Markdown and HTML syntax characters become character references, control characters
+    are dropped, and line breaks become ``<br>`` so a value can sit in a table cell.
+    ``Markup`` passes through unchanged.
+    """
+    if isinstance(value, Markup):
+        return value
+    text = "" if value is None else str(value)
+    text = _CONTROL_RE.sub("", text.replace("\r\n", "\n").replace("\r", "\n"))
+    text = _MD_SPECIAL_RE.sub(lambda m: _MD_SPECIAL[m.group(0)], text)
+    # A leading space or a run of spaces is harmless; keep lines apart as <br>.
+    return Markup(text.replace("\n", "<br>"))
+
+
+def md_escape_one_line(value: Any) -> Markup:
+    """Like ``md_escape`` but joins lines with spaces (for headings and link text)."""
+    if isinstance(value, Markup):
+        return value
+    return md_escape(" ".join(str("" if value is None else value).split()))
+
+
+def html_pre(value: Any) -> Markup:
+    """A ``<pre><code>`` block of literal text (commands, long values), safe in Markdown.
+
+    Written as one line of raw HTML (newlines as ``&#10;``) so Markdown treats it as one
+    HTML block and never parses its content.
+    """
+    text = _CONTROL_RE.sub("", "" if value is None else str(value))
+    escaped = html.escape(text, quote=True).replace("\n", "&#10;")
+    return Markup(f'<pre class="ib-pre"><code>{escaped}</code></pre>')
+
+
+def url_path(path: str) -> Markup:
+    """A relative link target, percent-encoded (only paths this package built)."""
+    return Markup(urllib.parse.quote(path, safe="/#.-_~"))
+
+
+def _finalize(value: Any) -> Any:
+    if value is None:
+        return Markup("")
+    return md_escape(value)
+
+
+# ---- numbers ---------------------------------------------------------------------------------
+
+DASH = Markup("—")
+
+
+def _finite(value: Any) -> bool:
+    try:
+        return value is not None and math.isfinite(float(value))
+    except (TypeError, ValueError):
+        return False
+
+
+def format_sig(value: float, digits: int = 3) -> str:
+    """``value`` with ``digits`` significant digits, no exponent for everyday sizes."""
+    if value == 0:
+        return "0"
+    magnitude = math.floor(math.log10(abs(value)))
+    decimals = max(0, digits - 1 - magnitude)
+    if abs(value) >= 1e7 or abs(value) < 1e-4:
+        return f"{value:.{digits - 1}e}"
+    return f"{value:,.{decimals}f}"
+
+
+def fmt_seconds(value: Any) -> Markup:
+    """A time in s as ns, µs, ms or s with three significant digits."""
+    if not _finite(value):
+        return DASH
+    v = float(value)
+    for scale, unit in ((1.0, "s"), (1e-3, "ms"), (1e-6, "µs"), (1e-9, "ns")):
+        if abs(v) >= scale or unit == "ns":
+            return Markup(f"{format_sig(v / scale)} {unit}")
+    return DASH  # pragma: no cover
+
+
+def fmt_bytes(value: Any) -> Markup:
+    """A size in bytes as KiB, MiB or GiB."""
+    if not _finite(value):
+        return DASH
+    v = float(value)
+    for scale, unit in ((2**40, "TiB"), (2**30, "GiB"), (2**20, "MiB"), (2**10, "KiB")):
+        if abs(v) >= scale:
+            return Markup(f"{format_sig(v / scale)} {unit}")
+    return Markup(f"{v:,.0f} B")
+
+
+def fmt_number(value: Any, digits: int = 3) -> Markup:
+    """A plain number with ``digits`` significant digits."""
+    if not _finite(value):
+        return DASH
+    return Markup(format_sig(float(value), digits))
+
+
+def fmt_exact(value: Any) -> Markup:
+    """A value exactly as recorded (up to 10 significant digits), for numerical drift."""
+    if not _finite(value):
+        return DASH
+    return Markup(f"{float(value):.10g}")
+
+
+def fmt_int(value: Any) -> Markup:
+    """A count."""
+    if not _finite(value):
+        return DASH
+    return Markup(f"{float(value):,.0f}")
+
+
+def fmt_value(value: Any, unit: str) -> Markup:
+    """A metric value in its schema unit (s, bytes, items/s, count, %, 1)."""
+    if unit == "s":
+        return fmt_seconds(value)
+    if unit == "bytes":
+        return fmt_bytes(value)
+    if unit == "count":
+        return fmt_int(value)
+    if unit == "%":
+        return Markup(f"{fmt_number(value)} %") if _finite(value) else DASH
+    if unit == "1":
+        return fmt_exact(value)
+    if not _finite(value):
+        return DASH
+    return Markup(f"{format_sig(float(value))} {md_escape(unit)}")
+
+
+def fmt_ratio(value: Any) -> Markup:
+    """A ratio as ``1.083×``."""
+    if not _finite(value):
+        return DASH
+    return Markup(f"{float(value):.3f}×")
+
+
+def fmt_ci(low: Any, high: Any, fmt: str = "ratio") -> Markup:
+    """A CI as ``[1.071, 1.095]`` in the given format."""
+    if not (_finite(low) and _finite(high)):
+        return DASH
+    if fmt == "ratio":
+        return Markup(f"[{float(low):.3f}, {float(high):.3f}]")
+    f = FORMATTERS[fmt]
+    return Markup(f"[{f(low)}, {f(high)}]")
+
+
+def fmt_percent(value: Any, signed: bool = False, digits: int = 1) -> Markup:
+    """A fraction as a percentage (``0.083`` -> ``8.3%``)."""
+    if not _finite(value):
+        return DASH
+    sign = "+" if signed and float(value) > 0 else ""
+    return Markup(f"{sign}{float(value) * 100:.{digits}f}%")
+
+
+def fmt_pvalue(value: Any) -> Markup:
+    """A p-value: ``<0.001`` below a thousandth."""
+    if not _finite(value):
+        return DASH
+    v = float(value)
+    return Markup("&lt;0.001" if v < 0.001 else f"{v:.3f}")
+
+
+FORMATTERS = {
+    "seconds": fmt_seconds,
+    "bytes": fmt_bytes,
+    "number": fmt_number,
+    "int": fmt_int,
+    "ratio": fmt_ratio,
+}
+
+
+# ---- strings -------------------------------------------------------------------------------
+
+
+class Messages:
+    """The user-facing strings of one language, from ``reporter/i18n/<lang>.toml``.
+
+    ``t("a.b", n=3)`` returns the message at ``[a] b`` with ``{n}`` filled in; a message is
+    trusted Markdown from this repository, the values put into it are escaped unless they
+    are ``Markup``. A key missing from the language falls back to English, then to the
+    key itself, so a missing translation shows up on the page instead of failing a build.
+    """
+
+    def __init__(self, lang: str) -> None:
+        if lang not in LANGUAGES:
+            raise ValueError(f"unknown language {lang!r}; choose one of: {', '.join(LANGUAGES)}")
+        self.lang = lang
+        self._own = _load_messages(lang)
+        self._fallback = _load_messages("en") if lang != "en" else self._own
+
+    def raw(self, key: str) -> Any:
+        """The stored value (a string, a list or a table) at ``key``."""
+        for table in (self._own, self._fallback):
+            node: Any = table
+            for part in key.split("."):
+                if not isinstance(node, dict) or part not in node:
+                    node = None
+                    break
+                node = node[part]
+            if node is not None:
+                return node
+        return None
+
+    def plain(self, key: str, **values: Any) -> str:
+        """The message as plain text, values inserted unescaped (for chart text, which Vega escapes)."""
+        message = self.raw(key)
+        if not isinstance(message, str):
+            return key
+        return _SafeFormatter().vformat(message, (), {k: str(v) for k, v in values.items()})
+
+    def paragraphs(self, key: str) -> list[Markup]:
+        """A list of trusted Markdown paragraphs stored at ``key``."""
+        value = self.raw(key)
+        if isinstance(value, str):
+            value = [value]
+        return [Markup(p) for p in value or [] if isinstance(p, str)]
+
+    def has(self, key: str) -> bool:
+        return self.raw(key) is not None
+
+    def __call__(self, key: str, **values: Any) -> Markup:
+        message = self.raw(key)
+        if not isinstance(message, str):
+            return md_escape(key)
+        escaped = {k: md_escape(v) if not isinstance(v, (int, float)) or isinstance(v, bool) else Markup(str(v))
+                   for k, v in values.items()}
+        return Markup(_SafeFormatter().vformat(message, (), escaped))
+
+
+class _SafeFormatter(string.Formatter):
+    """``str.format`` that only substitutes plain names (no attribute or index access)."""
+
+    def get_field(self, field_name: str, args: Any, kwargs: Mapping[str, Any]) -> Any:
+        if not field_name.isidentifier():
+            raise ValueError(f"message field {field_name!r} must be a plain name")
+        return kwargs.get(field_name, "{" + field_name + "}"), field_name
+
+
+@lru_cache(maxsize=None)
+def _load_messages(lang: str) -> dict[str, Any]:
+    with open(I18N_DIR / f"{lang}.toml", "rb") as f:
+        return tomllib.load(f)
+
+
+# ---- the environment -----------------------------------------------------------------------
+
+
+def make_environment(lang: str) -> jinja2.Environment:
+    """A Jinja2 environment for ``lang``: file templates, Markdown escaping, strict undefined."""
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(TEMPLATES_DIR)),
+        # ``finalize`` escapes for Markdown and HTML and returns Markup, which autoescape
+        # then leaves alone; autoescape makes macro output Markup so it is not escaped twice.
+        autoescape=True,
+        finalize=_finalize,
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+    )
+    env.filters.update(
+        md=md_escape,
+        one_line=md_escape_one_line,
+        pre=html_pre,
+        url=url_path,
+        seconds=fmt_seconds,
+        bytes=fmt_bytes,
+        number=fmt_number,
+        int=fmt_int,
+        exact=fmt_exact,
+        value=fmt_value,
+        ratio=fmt_ratio,
+        percent=fmt_percent,
+        pvalue=fmt_pvalue,
+        ci=fmt_ci,
+    )
+    env.globals["t"] = Messages(lang)
+    env.globals["lang"] = lang
+    env.globals["DASH"] = DASH
+    return env
