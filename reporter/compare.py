@@ -275,15 +275,8 @@ def _side_stats(side: Archive, confidence: float) -> pd.DataFrame:
     unit_med = pd.DataFrame({"g": codes, "u": units, "v": values}).groupby(["g", "u"], sort=False)["v"].median()
     ug = unit_med.index.get_level_values("g").to_numpy()
     um = unit_med.to_numpy()
-    unit_n, unit_mean, unit_var = _log_moments(um, ug, g)
-    unit_min = np.full(g, np.inf)
-    np.minimum.at(unit_min, ug, um)
-
-    sample_n, sample_mean, sample_var = _log_moments(values, codes, g)
-    vmin = np.full(g, np.inf)
-    vmax = np.full(g, -np.inf)
-    np.minimum.at(vmin, codes, values)
-    np.maximum.at(vmax, codes, values)
+    unit_n, unit_mean, unit_var, unit_min, _ = _log_moments(um, ug, g)
+    sample_n, sample_mean, sample_var, vmin, vmax = _log_moments(values, codes, g)
     first = s.groupby(codes, sort=True)[["unit", "better"]].first()
     out = pd.DataFrame(
         {
@@ -309,15 +302,29 @@ def _side_stats(side: Archive, confidence: float) -> pd.DataFrame:
     return out
 
 
-def _log_moments(values: np.ndarray, groups: np.ndarray, n_groups: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Count, mean and sample variance (ddof=1) of log(values) per group; NaN where undefined."""
+def _log_moments(values: np.ndarray, groups: np.ndarray, n_groups: int) -> tuple[np.ndarray, ...]:
+    """Count, mean and sample variance (ddof=1) of log(values), min and max of values, per group.
+
+    Mean and variance are NaN where undefined (a value <= 0, or one value).
+
+    A group of identical values gets exactly ``log(value)`` and variance 0, not the
+    rounding residue of the sums, so identical sides compare as identical.
+    """
     with np.errstate(invalid="ignore", divide="ignore"):
         logs = np.where(values > 0, np.log(np.where(values > 0, values, 1.0)), np.nan)
         n = np.bincount(groups, minlength=n_groups).astype(np.float64)
         mean = np.bincount(groups, weights=logs, minlength=n_groups) / n
         dev = logs - mean[groups]
         var = np.bincount(groups, weights=dev * dev, minlength=n_groups) / (n - 1)
-    return n, mean, np.where(n > 1, var, np.nan)
+    lo = np.full(n_groups, np.inf)
+    hi = np.full(n_groups, -np.inf)
+    np.minimum.at(lo, groups, values)
+    np.maximum.at(hi, groups, values)
+    constant = (lo == hi) & (lo > 0)
+    with np.errstate(divide="ignore"):
+        mean = np.where(constant, np.log(np.where(constant, lo, 1.0)), mean)
+    var = np.where(constant, 0.0, var)
+    return n, mean, np.where(n > 1, var, np.nan), lo, hi
 
 
 def _group(df: pd.DataFrame, keys: list[str]) -> tuple[np.ndarray, pd.DataFrame]:

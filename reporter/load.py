@@ -286,8 +286,8 @@ def _runs_table(valid: list[_RunTables], env: pd.DataFrame, cases: pd.DataFrame)
     runs = pd.DataFrame(
         {
             "label": pd.Categorical([r.label for r in valid], categories=sorted({r.label for r in valid})),
-            "run_id": [r.run_id for r in valid],
-            "path": [str(r.path) for r in valid],
+            "run_id": pd.Series([r.run_id for r in valid], dtype=object),
+            "path": pd.Series([str(r.path) for r in valid], dtype=object),
         }
     )
     wanted = {(s, k) for _, keys in _RUN_FIELDS for s, k in keys} | {("run", "started_at"), ("run", "finished_at"), ("run", "device")}
@@ -311,7 +311,7 @@ def _runs_table(valid: list[_RunTables], env: pd.DataFrame, cases: pd.DataFrame)
         value = pd.Series([None] * len(runs), dtype=object)
         for section, key in keys:
             value = value.where(value.notna() & (value != ""), get(section, key))
-        runs[column] = value.where(value != "", None)
+        runs[column] = value.astype(object).where(value.notna() & (value != ""), None)
 
     # Device type from the cases (cuda, cpu); the run's --device request otherwise.
     if len(cases):
@@ -319,7 +319,8 @@ def _runs_table(valid: list[_RunTables], env: pd.DataFrame, cases: pd.DataFrame)
         runs["device_type"] = runs["run_id"].map(dev)
     else:
         runs["device_type"] = None
-    runs["device_type"] = runs["device_type"].where(runs["device_type"].notna(), get("run", "device"))
+    device = runs["device_type"].where(runs["device_type"].notna(), get("run", "device")).astype(object)
+    runs["device_type"] = device.where(device.notna() & (device != ""), None)
 
     if len(cases):
         status = cases["status"].astype(str)

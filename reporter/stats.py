@@ -311,8 +311,9 @@ def compute_log_ratio_tests(
         (Welch 1947; Satterthwaite 1946). These are exactly
         ``scipy.stats.ttest_ind(equal_var=False)`` on the log values.
 
-    Zero variance on both sides: ``p = 1`` and the CI is the point when the means
-    agree; otherwise ``p`` is NaN (no variance to test against: never "significant")
+    Zero variance on both sides (a standard error below ``1e-12`` of the log level,
+    which absorbs rounding in the moments of identical values): ``p = 1`` and the CI
+    is the point when the means agree; otherwise ``p`` is NaN (no variance to test against: never "significant")
     and the CI is the zero-width ``[ratio, ratio]``. A side with fewer than two
     replicates: the ratio is computed, the CI and p-value are NaN.
     """
@@ -332,7 +333,11 @@ def compute_log_ratio_tests(
         p = 2 * _st.t.sf(np.abs(d) / se, df)
         lo = d - tq * se
         hi = d + tq * se
-        zero = se2 == 0
+        # Rounding leaves ~1e-16 relative noise in the moments of identical values; a
+        # spread below 1e-12 of the log level is no spread (no timer resolves it).
+        tiny = 1e-12 * np.fmax(1.0, np.fmax(np.abs(mb), np.abs(mc)))
+        zero = se <= tiny
+        d = np.where(zero & (np.abs(d) <= tiny), 0.0, d)
         p = np.where(zero, np.where(d == 0, 1.0, np.nan), p)
         lo = np.where(zero, d, lo)
         hi = np.where(zero, d, hi)
