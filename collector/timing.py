@@ -94,28 +94,60 @@ class CudaEventTimer:
     """GPU timing: CUDA events around a block of k calls, one synchronisation per block.
 
     Timing each short kernel between its own events would measure launch latency, not
-    the kernel; a block of k calls amortises it. The host wall time of the same block is
-    returned beside the device time.
+    the kernel; a block of k calls amortises it. For kernels shorter than the host's
+    time to launch them, a block would still measure the launch rate, so before each
+    block a ``torch.cuda._sleep`` kernel holds the GPU while the host queues the k calls
+    (sized from the previous block's measured issue time): the events then time the
+    kernels back to back, as a real pipeline runs them. The host wall time of the block
+    (minus that pause, measured by its own event) is returned beside the device time.
     """
 
     method = TIMING_CUDA_EVENT
+    max_pause_s = 0.2
+    _cycles_per_s: float | None = None
 
     def __init__(self, torch_module: Any, device: Any = None) -> None:
         self._torch = torch_module
         self._device = device
-        self._start = torch_module.cuda.Event(enable_timing=True)
-        self._end = torch_module.cuda.Event(enable_timing=True)
+        cuda = torch_module.cuda
+        self._mark = cuda.Event(enable_timing=True)
+        self._start = cuda.Event(enable_timing=True)
+        self._end = cuda.Event(enable_timing=True)
+        self._issue_s: float | None = None  # host seconds to launch one call
+        self._sleep = getattr(cuda, "_sleep", None)
+
+    def _cycles(self, seconds: float) -> int:
+        cls = type(self)
+        if cls._cycles_per_s is None:
+            cycles = 20_000_000
+            self._mark.record()
+            self._sleep(cycles)
+            self._start.record()
+            self._start.synchronize()
+            cls._cycles_per_s = cycles / max(1e-6, self._mark.elapsed_time(self._start) * 1e-3)
+        return int(seconds * cls._cycles_per_s)
 
     def time_block(self, fn: Callable[[], Any], k: int) -> tuple[float, float | None]:
         cuda = self._torch.cuda
         cuda.synchronize(self._device)
+        pause = 0.0
+        if self._sleep is not None and self._issue_s is not None:
+            pause = min(self.max_pause_s, 1.5 * k * self._issue_s + 50e-6)
+            cycles = self._cycles(pause)
         w0 = time.perf_counter_ns()
+        if pause:
+            self._mark.record()
+            self._sleep(cycles)
         self._start.record()
+        i0 = time.perf_counter_ns()
         for _ in range(k):
             fn()
+        self._issue_s = (time.perf_counter_ns() - i0) * 1e-9 / k
         self._end.record()
         self._end.synchronize()
         wall = (time.perf_counter_ns() - w0) * 1e-9
+        if pause:
+            wall -= self._mark.elapsed_time(self._start) * 1e-3
         return self._start.elapsed_time(self._end) * 1e-3, wall
 
     def sync(self) -> None:

@@ -113,7 +113,10 @@ def test_real_cpu_timing_of_a_known_delay():
 
     policy = TimingPolicy(warmup_s=0.01, min_block_s=0.002, min_samples=10, max_samples=30, budget_s=0.5)
     timed = time_fn(busy, PerfCounterTimer(), policy)
-    assert timed.iterations >= 10  # 2 ms block / 200 us call
+    assert 1 <= timed.iterations <= 11  # about a 2 ms block of 200 us calls
     median = sorted(timed.per_iter)[len(timed.per_iter) // 2]
-    assert 195e-6 <= median <= 260e-6
+    # Never faster than the delay; slower only by what other processes take from this
+    # one (a loaded 2-core machine can double it).
+    assert 199e-6 <= median <= 1e-3
+    assert sum(v * timed.iterations for v in timed.per_iter) >= 0.002 * len(timed.per_iter) * 0.99
     assert timed.method == "perf_counter" and timed.wall_per_iter is None
