@@ -113,7 +113,7 @@ def test_real_cpu_timing_of_a_known_delay():
 
     policy = TimingPolicy(warmup_s=0.01, min_block_s=0.002, min_samples=10, max_samples=30, budget_s=0.5)
     timed = time_fn(busy, PerfCounterTimer(), policy)
-    assert 1 <= timed.iterations <= 11  # about a 2 ms block of 200 us calls
+    assert 1 <= timed.iterations <= 13  # about a 2 ms block of 200 us calls (1.2x the target)
     median = sorted(timed.per_iter)[len(timed.per_iter) // 2]
     # Never faster than the delay; slower only by what other processes take from this
     # one (a loaded 2-core machine can double it).
