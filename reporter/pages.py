@@ -134,13 +134,15 @@ def run_view(archive: Archive, label: str, run_id: str, t: Messages) -> dict[str
     files = TableView([_col(t, "file", "link"), _col(t, "what")])
     files.rows = [[Link(name, name), t(f"run.file.{name.split('.')[0]}")] for name in RAW_FILES]
     cases = archive.cases[archive.cases["run_id"].astype(str) == run_id].sort_values(["case_id", "process"], kind="stable")
-    table = TableView([_col(t, "case"), _col(t, "workload"), _col(t, "process", right=True), _col(t, "status"),
-                       _col(t, "timing"), _col(t, "duration", "s", True), _col(t, "error")])
+    table = TableView([_col(t, "case"), _col(t, "process", right=True), _col(t, "status"), _col(t, "timing"),
+                       _col(t, "duration", "value", True)])
+    failures = TableView([_col(t, "case"), _col(t, "process", right=True), _col(t, "status"), _col(t, "error")])
     for c in cases.itertuples():
-        table.rows.append([c.case_id, c.workload, str(c.process), c.status, c.timing,
-                           (c.duration_s, "s") if c.duration_s == c.duration_s else None,
-                           c.error if isinstance(c.error, str) and c.error else None])
-    table.columns[5].fmt = "value"
+        table.rows.append([c.case_id, str(c.process), c.status, c.timing,
+                           (c.duration_s, "s") if c.duration_s == c.duration_s else None])
+        if c.status != "ok":
+            failures.rows.append([c.case_id, str(c.process), c.status,
+                                  c.error if isinstance(c.error, str) and c.error else None])
     env = archive.environment[archive.environment["run_id"].astype(str) == run_id]
     fingerprint = []
     for section, group in env.groupby(env["section"].astype(str), sort=False):
@@ -155,6 +157,7 @@ def run_view(archive: Archive, label: str, run_id: str, t: Messages) -> dict[str
         "summary": summary,
         "files": files,
         "cases": table,
+        "failures": failures,
         "counts": {"ok": ok, "failed": failed, "total": int(cases["case_id"].nunique())},
         "fingerprint": fingerprint,
     }
