@@ -270,7 +270,10 @@ def probe(stack: Stack, options: RunOptions, log_path: Path) -> tuple[DeviceInfo
     finally:
         worker.close()
     if reply.get("event") == "error":
-        raise RunError(str(reply["error"]).replace("ValueError: ", ""))
+        error = str(reply["error"])
+        if error.startswith("ValueError: "):
+            raise RunError(error[len("ValueError: "):])
+        raise RunError(f"the stack at --python {stack.python} could not start a worker ({error}); it needs torch and pyarrow")
     device = DeviceInfo.from_json(reply["device"])
     entries = [EnvironmentEntry(*row) for row in reply["fingerprint"]]
     return device, entries
