@@ -341,7 +341,7 @@ class ArticleBuilder:
             order = {f: i for i, f in enumerate(families)}
             for workload in sorted(sub["workload"].unique(), key=lambda w: (order[family_of(w, self.workloads)], w)):
                 blocks.append(self._block(workload, sub[sub["workload"] == workload]))
-            charts = [self._ratio_chart(key, sub)] if len(sub) else []
+            charts = [self._ratio_chart(key, sub)] if len(sub) >= 2 else []
             sections.append(Section(key, number, blocks, charts))
         return sections
 

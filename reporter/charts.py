@@ -12,15 +12,16 @@ renderer writes them as XML-escaped text, never as markup.
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import re
 from concurrent.futures import ProcessPoolExecutor
+from functools import lru_cache
 from typing import Any, Mapping, Sequence
 
-import altair as alt
-
 WIDTH = 560
+DATASET = "rows"
 ROW_HEIGHT = 18
 VERDICT_COLORS = {
     "better": "#1a9850",
@@ -52,17 +53,19 @@ def chart_ratios(rows: Sequence[Mapping[str, Any]], *, x_title: str, verdict_nam
     ``verdict`` (one of reporter.stats.VERDICTS), in the order to show them.
     """
     data = _clean([{**r, "verdict_name": verdict_names.get(str(r["verdict"]), str(r["verdict"]))} for r in rows])
-    order = [str(r["case"]) for r in data]
-    values = [v for r in data for v in (r.get("ci_low"), r.get("ci_high"), r.get("ratio")) if v]
-    lo, hi = (min(values + [1.0]), max(values + [1.0])) if values else (0.9, 1.1)
-    pad = max(0.01, (hi - lo) * 0.08)
-    domain = [max(lo - pad, 1e-6), hi + pad]
-    base = alt.Chart(alt.Data(values=data))
-    y = alt.Y("case:N", sort=order, title=None, axis=alt.Axis(labelLimit=260))
-    x_scale = alt.Scale(domain=domain, zero=False)
-    colors = alt.Scale(
-        domain=[verdict_names.get(k, k) for k in VERDICT_COLORS], range=list(VERDICT_COLORS.values())
-    )
+    names = tuple(verdict_names.get(k, k) for k in VERDICT_COLORS)
+    return _with_data(_ratio_skeleton(x_title, names), data)
+
+
+@lru_cache(maxsize=64)
+def _ratio_skeleton(x_title: str, verdict_names: tuple[str, ...]) -> str:
+    import altair as alt
+
+    base = alt.Chart(alt.NamedData(name=DATASET))
+    # sort=None keeps the cases in the order of the data; the height steps with the cases.
+    y = alt.Y("case:N", sort=None, title=None, axis=alt.Axis(labelLimit=260))
+    x_scale = alt.Scale(zero=False, nice=True, padding=8)
+    colors = alt.Scale(domain=list(verdict_names), range=list(VERDICT_COLORS.values()))
     bars = base.mark_rule(strokeWidth=2).encode(
         x=alt.X("ci_low:Q", scale=x_scale, title=x_title), x2="ci_high:Q", y=y,
         color=alt.Color("verdict_name:N", scale=colors, legend=alt.Legend(title=None, orient="bottom")),
@@ -71,8 +74,8 @@ def chart_ratios(rows: Sequence[Mapping[str, Any]], *, x_title: str, verdict_nam
         x=alt.X("ratio:Q", scale=x_scale), y=y, color=alt.Color("verdict_name:N", scale=colors)
     )
     one = alt.Chart(alt.Data(values=[{"one": 1.0}])).mark_rule(strokeDash=[4, 3], color="#444").encode(x="one:Q")
-    chart = alt.layer(one, bars, points).properties(width=WIDTH - 280, height=max(40, ROW_HEIGHT * len(data)))
-    return chart.to_dict(validate=False)
+    chart = alt.layer(one, bars, points).properties(width=WIDTH - 280, height=alt.Step(ROW_HEIGHT))
+    return json.dumps(chart.to_dict(validate=False))
 
 
 def chart_lines(
@@ -81,28 +84,45 @@ def chart_lines(
     x_title: str,
     y_title: str,
     x_type: str = "Q",
-    x_order: Sequence[str] | None = None,
     log_x: bool = True,
     log_y: bool = True,
 ) -> dict[str, Any]:
     """Medians with 95% CI error bars, one line per series: time by size, scaling, trends.
 
-    ``rows``: dicts with ``x`` (a number, or a label for ``x_type="N"`` in ``x_order``),
-    ``y``, ``y_low``, ``y_high`` and ``series`` (the line: a label, or a case).
+    ``rows``: dicts with ``x`` (a number; or, for ``x_type="N"``, a label: labels then
+    appear in the order of their first row), ``y``, ``y_low``, ``y_high`` and ``series``
+    (the line: a label, or a case).
     """
-    data = _clean(rows)
+    return _with_data(_lines_skeleton(x_title, y_title, x_type, log_x, log_y), _clean(rows))
+
+
+@lru_cache(maxsize=64)
+def _lines_skeleton(x_title: str, y_title: str, x_type: str, log_x: bool, log_y: bool) -> str:
+    import altair as alt
+
     if x_type == "Q":
         x = alt.X("x:Q", title=x_title, scale=alt.Scale(type="log" if log_x else "linear", zero=False))
     else:
-        x = alt.X("x:N", title=x_title, sort=list(x_order or []), axis=alt.Axis(labelAngle=-30, labelLimit=160))
+        x = alt.X("x:N", title=x_title, sort=None, axis=alt.Axis(labelAngle=-30, labelLimit=160))
     y_scale = alt.Scale(type="log" if log_y else "linear", zero=False)
-    base = alt.Chart(alt.Data(values=data))
-    series = sorted({str(r["series"]) for r in data})
-    color = alt.Color("series:N", title=None, sort=series, legend=alt.Legend(orient="bottom", columns=2, labelLimit=260))
+    base = alt.Chart(alt.NamedData(name=DATASET))
+    color = alt.Color("series:N", title=None, sort="ascending",
+                      legend=alt.Legend(orient="bottom", columns=2, labelLimit=260))
     line = base.mark_line(point=True).encode(x=x, y=alt.Y("y:Q", title=y_title, scale=y_scale), color=color)
     bars = base.mark_rule().encode(x=x, y=alt.Y("y_low:Q", scale=y_scale), y2="y_high:Q", color=color)
     chart = alt.layer(bars, line).properties(width=WIDTH - 120, height=240)
-    return chart.to_dict(validate=False)
+    return json.dumps(chart.to_dict(validate=False))
+
+
+def _with_data(skeleton: str, data: list[dict[str, Any]]) -> dict[str, Any]:
+    """A chart's specification: the cached Altair output with this chart's rows as its dataset.
+
+    Building the Altair chart once per kind of chart and filling in the data costs a
+    fraction of building a new chart each time, which matters at hundreds of charts.
+    """
+    spec = json.loads(skeleton)
+    spec["datasets"] = {DATASET: data}
+    return spec
 
 
 def render_svg(spec: Mapping[str, Any]) -> str:

@@ -103,6 +103,9 @@ def runs_command(runs_dir: str, fmt: str, strict: bool) -> None:
         render_runs_table(archive, _console())
 
 
+from reporter.build import build_command; cli.add_command(build_command)  # noqa: E402,E702 - `reporter build`: the published site
+
+
 def main(argv: list[str] | None = None) -> None:
     """Entry point of the ``reporter`` console script and ``python -m reporter``."""
     cli.main(args=argv, prog_name="reporter")

@@ -254,8 +254,10 @@ def trends_views(inputs: Sequence[TrendInput], workloads: Mapping[str, WorkloadI
                             points.append({"x": str(r.label), "y": r.median, "y_low": r.ci_low, "y_high": r.ci_high,
                                            "series": params_label(r.params) or str(r.case_id)})
                     unit = str(sub["unit"].iloc[0])
+                    rank = {lab: i for i, lab in enumerate(present)}
+                    points.sort(key=lambda p: (rank[p["x"]], p["series"]))
                     spec = chart_lines(points, x_title=t.plain("chart.label_axis"),
-                                       y_title=f"{_metric(t, chart_metric)} ({unit})", x_type="N", x_order=present,
+                                       y_title=f"{_metric(t, chart_metric)} ({unit})", x_type="N",
                                        log_x=False, log_y=unit in ("s", "bytes"))
                     data = TableView([_col(t, "label"), _col(t, "case"), _col(t, "median", "value", True),
                                       _col(t, "ci", "value_ci", True)])
