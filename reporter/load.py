@@ -169,8 +169,8 @@ def load_archive(runs_dir: str | os.PathLike[str], strict: bool = False) -> Arch
     read or validate (``collector.schema.validate_table``: schema version, columns,
     types, nulls, statuses, metrics, NaN/inf/non-positive values) is skipped and listed
     in ``Archive.problems``; with ``strict=True`` any problem raises ``ReporterError``
-    instead. Hidden entries (``.name``) and plain files are ignored. A missing
-    ``runs_dir`` raises ``ReporterError``.
+    instead. Hidden entries (``.name``) and plain files are ignored. A run's label is
+    its folder's name. A missing ``runs_dir`` raises ``ReporterError``.
     """
     root = Path(runs_dir)
     if not root.exists():
@@ -232,7 +232,10 @@ def _read_run(label: str, folder: Path) -> _RunTables | Problem:
         if meta.get("run_id") != folder.name:
             return Problem(str(path), f"run_id {meta.get('run_id')!r} in the file's metadata does not match the folder name")
         schema = _SCHEMAS[kind]
-        table = table.select(schema.names).cast(schema).replace_schema_metadata(None)
+        try:
+            table = table.select(schema.names).cast(schema).replace_schema_metadata(None)
+        except (pa.ArrowException, ValueError) as e:  # validated, so unexpected: still one line, not a crash
+            return Problem(str(path), f"cannot convert to the schema ({e})")
         tables[kind] = _encode(table, _CATEGORICAL[kind])
     return _RunTables(label, folder.name, folder, tables)
 
