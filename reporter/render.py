@@ -93,6 +93,8 @@ def html_pre(value: Any) -> Markup:
     """
     text = _CONTROL_RE.sub("", "" if value is None else str(value))
     escaped = html.escape(text, quote=True).replace("\n", "&#10;")
+    # Braces too, so no template syntax survives even in a raw HTML block.
+    escaped = escaped.replace("{", "&#123;").replace("}", "&#125;")
     return Markup(f'<pre class="ib-pre"><code>{escaped}</code></pre>')
 
 

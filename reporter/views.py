@@ -97,7 +97,7 @@ def slug(text: str) -> str:
     """A file name for ``text``: itself when already safe, else a sanitised form plus a short hash."""
     if _SAFE_SLUG.match(text) and not text.endswith("."):
         return text
-    cleaned = re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("._-")[:60] or "x"
+    cleaned = re.sub(r"\.{2,}", ".", re.sub(r"[^A-Za-z0-9._-]+", "-", text)).strip("._-")[:60] or "x"
     return f"{cleaned}-{hashlib.sha256(text.encode()).hexdigest()[:8]}"
 
 

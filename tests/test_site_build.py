@@ -1,0 +1,261 @@
+"""reporter build: generated folders, config, default comparisons, escaping, languages, mkdocs --strict.
+
+Charts are stubbed here (their SVG is the browser test's subject) so each build takes a
+couple of seconds; the MkDocs builds are real.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from reporter.build import GENERATED_MARKER, MARKER_FILE, build_site
+from reporter.config import ComparisonSpec, compute_device_classes, default_comparisons, label_version, load_config
+from reporter.errors import ReporterError
+from reporter.load import load_archive
+from reporter.render import Messages, html_pre, make_environment, md_escape
+from reporter.views import WorkloadInfo, load_workloads
+
+ROOT = Path(__file__).resolve().parent.parent
+GOLDEN_RUNS = ROOT / "tests" / "data" / "golden_runs"
+sys.path.insert(0, str(ROOT / "tests" / "data"))
+from make_golden_runs import GOLDEN_WORKLOADS  # noqa: E402
+
+WORKLOADS = {name: WorkloadInfo(name=name, **info) for name, info in GOLDEN_WORKLOADS.items()}
+HOSTILE = "x|<script>alert(1)</script>{{ 7*7 }}[a](javascript:alert(1))`b`*c*_d_\n# e"
+
+
+@pytest.fixture(autouse=True)
+def no_svg(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("reporter.build.render_svgs", lambda specs, workers=None: ['<svg class="marks"></svg>'] * len(specs))
+
+
+@pytest.fixture
+def in_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.chdir(tmp_path)  # no imagebench.toml: default comparisons
+    return tmp_path
+
+
+def copy_runs(dest: Path, labels: dict[str, str] | None = None) -> Path:
+    """The golden archive under ``dest``, labels renamed by ``labels`` (old -> new folder name)."""
+    shutil.copytree(GOLDEN_RUNS, dest)
+    for old, new in (labels or {}).items():
+        (dest / old).rename(dest / new)
+    return dest
+
+
+# ---- escaping -------------------------------------------------------------------------------
+
+
+def test_md_escape_leaves_no_markdown_or_html() -> None:
+    out = str(md_escape(HOSTILE))
+    bare = re.sub(r"&#?\w+;", "", out.replace("<br>", ""))  # the text outside character references
+    for bad in ("<", ">", "|", "`", "[", "]", "{", "}", "*", "_", "\n", "#", "&"):
+        assert bad not in bare, bad
+    assert "&lt;script&gt;" in out and "<br>" in out
+
+
+def test_html_pre_is_one_line_of_escaped_text() -> None:
+    out = str(html_pre("a\n</code></pre><script>x</script>"))
+    assert out.startswith('<pre class="ib-pre"><code>') and out.count("<") == 4 and "\n" not in out
+
+
+def test_messages_escape_values_but_not_the_message() -> None:
+    t = Messages("en")
+    out = str(t("article.summary_lead", candidate=HOSTILE, baseline="b", device="d"))
+    assert out.startswith("Candidate **") and "<script>" not in out and "{{ 7*7 }}" not in out
+
+
+def test_templates_escape_by_default() -> None:
+    env = make_environment("en")
+    text = env.from_string("{{ v }}|{{ t('verdict.better') }}").render(v=HOSTILE)
+    assert "<script>" not in text and "49" not in text and text.endswith("|better")
+
+
+def test_hostile_label_and_strings_are_escaped_everywhere(in_tmp: Path) -> None:
+    """A label folder named like Markdown, HTML and Jinja renders as text and gets a safe file name."""
+    hostile = "evil|<b>{{7*7}}"
+    runs = copy_runs(in_tmp / "runs", {"golden-2.10.0": hostile})
+    site = in_tmp / "site"
+    result = build_site(runs, site, None, workloads=WORKLOADS, chart_workers=1)
+    texts = {p: p.read_text(encoding="utf-8") for p in site.rglob("*.md")}
+    assert all(p.resolve().is_relative_to(site.resolve()) for p in texts)
+    joined = "\n".join(texts.values())
+    assert "<b>" not in joined and "<script>" not in joined and "{{7*7}}" not in joined and "49" not in joined.split("evil")[-1][:20]
+    assert "evil&#124;&lt;b&gt;&#123;&#123;7&#42;7&#125;&#125;" in joined
+    assert any("evil" in r for r in result.reports)
+    assert all("|" not in r and "<" not in r for r in result.reports)
+
+
+# ---- generated folders ------------------------------------------------------------------------
+
+
+def test_rebuild_removes_stale_pages_and_keeps_hand_written_ones(in_tmp: Path) -> None:
+    site = in_tmp / "site"
+    site.mkdir()
+    (site / "index.md").write_text("# Hand-written\n", encoding="utf-8")
+    (site / "notes.md").write_text("# Mine\n", encoding="utf-8")
+    build_site(GOLDEN_RUNS, site, None, workloads=WORKLOADS)
+    assert (site / "reports" / MARKER_FILE).is_file() and (site / "runs" / MARKER_FILE).is_file()
+    stale = site / "reports" / "old--vs--gone.md"
+    stale.write_text("stale", encoding="utf-8")
+    build_site(GOLDEN_RUNS, site, None, workloads=WORKLOADS)
+    assert not stale.exists()
+    assert (site / "index.md").read_text(encoding="utf-8") == "# Hand-written\n"
+    assert (site / "notes.md").read_text(encoding="utf-8") == "# Mine\n"
+    assert GENERATED_MARKER in (site / "methodology.md").read_text(encoding="utf-8")
+
+
+def test_refuses_to_delete_a_folder_it_did_not_generate(in_tmp: Path) -> None:
+    site = in_tmp / "site"
+    (site / "reports").mkdir(parents=True)
+    (site / "reports" / "mine.md").write_text("# mine\n", encoding="utf-8")
+    with pytest.raises(ReporterError, match="did not generate"):
+        build_site(GOLDEN_RUNS, site, None, workloads=WORKLOADS)
+    assert (site / "reports" / "mine.md").exists()
+
+
+def test_refuses_to_overwrite_a_hand_written_methodology(in_tmp: Path) -> None:
+    site = in_tmp / "site"
+    site.mkdir()
+    (site / "methodology.md").write_text("# by hand\n", encoding="utf-8")
+    with pytest.raises(ReporterError, match="not generated"):
+        build_site(GOLDEN_RUNS, site, None, workloads=WORKLOADS)
+
+
+# ---- which comparisons --------------------------------------------------------------------------
+
+
+def test_label_versions_order_by_packaging_version() -> None:
+    labels = ["torch-2.10.0-cu130", "torch-2.9.0-cu128", "torch-2.9.0rc1-cu128", "torch-2.9.0-cu126"]
+    assert sorted(labels, key=label_version) == [
+        "torch-2.9.0rc1-cu128", "torch-2.9.0-cu126", "torch-2.9.0-cu128", "torch-2.10.0-cu130"]
+    assert label_version("nightly") is None
+
+
+def test_default_comparisons_chain_versions_per_device() -> None:
+    archive = load_archive(GOLDEN_RUNS)
+    classes = compute_device_classes(archive)
+    assert [c.labels for c in classes] == [("golden-2.8.0", "golden-2.9.0", "golden-2.10.0")]
+    specs = default_comparisons(classes, archive)
+    assert [(s.baseline, s.candidate) for s in specs] == [("golden-2.8.0", "golden-2.9.0"), ("golden-2.9.0", "golden-2.10.0")]
+
+
+def test_default_comparisons_fall_back_to_dates(in_tmp: Path) -> None:
+    runs = copy_runs(in_tmp / "runs", {"golden-2.8.0": "old-stack", "golden-2.9.0": "middle", "golden-2.10.0": "new-stack"})
+    classes = compute_device_classes(load_archive(runs))
+    assert classes[0].labels == ("old-stack", "middle", "new-stack") and not classes[0].by_version
+
+
+def test_config_declares_comparisons_titles_languages(in_tmp: Path) -> None:
+    config = in_tmp / "imagebench.toml"
+    config.write_text(
+        '[site]\nlang = "en"\n\n'
+        '[[comparison]]\nbaseline = "golden-2.8.0"\ncandidate = "golden-2.10.0@20260310T120000Z"\n'
+        'title = "Two releases apart"\nlang = "zh"\n',
+        encoding="utf-8",
+    )
+    site = in_tmp / "site"
+    result = build_site(GOLDEN_RUNS, site, None, config_path=config, workloads=WORKLOADS)
+    assert result.reports == ["reports/golden-2.8.0--vs--golden-2.10.0-at-20260310T120000Z.md"]
+    article = (site / result.reports[0]).read_text(encoding="utf-8")
+    assert article.lstrip().startswith("# Two releases apart") and "测试环境与方法" in article
+    index = (site / "reports" / "index.md").read_text(encoding="utf-8")
+    assert "imagebench.toml" in index and "Reports" in index
+
+
+def test_config_errors_name_the_file_and_key(in_tmp: Path) -> None:
+    bad = in_tmp / "bad.toml"
+    bad.write_text('[[comparison]]\nbaseline = "a"\ncandidate = "b"\ncolour = "red"\n', encoding="utf-8")
+    with pytest.raises(ReporterError, match=r"bad\.toml.*colour"):
+        load_config(bad, explicit=True)
+    with pytest.raises(ReporterError, match="file not found"):
+        load_config(in_tmp / "missing.toml", explicit=True)
+    assert load_config(in_tmp / "missing.toml", explicit=False).comparisons == []
+
+
+def test_unknown_label_in_config_is_listed_not_fatal(in_tmp: Path) -> None:
+    config = in_tmp / "c.toml"
+    config.write_text('[[comparison]]\nbaseline = "golden-2.8.0"\ncandidate = "no-such-label"\n', encoding="utf-8")
+    result = build_site(GOLDEN_RUNS, in_tmp / "site", None, config_path=config, workloads=WORKLOADS)
+    assert result.reports == [] and "no-such-label" in result.skipped[0]
+    assert "no-such-label" in (in_tmp / "site" / "reports" / "index.md").read_text(encoding="utf-8")
+
+
+def test_single_label_builds_archive_and_trends_and_says_how_to_compare(in_tmp: Path) -> None:
+    runs = in_tmp / "runs"
+    runs.mkdir()
+    shutil.copytree(GOLDEN_RUNS / "golden-2.8.0", runs / "golden-2.8.0")
+    site, public = in_tmp / "site", in_tmp / "public"
+    result = build_site(runs, site, public, workloads=WORKLOADS)
+    assert result.reports == []
+    index = (site / "reports" / "index.md").read_text(encoding="utf-8")
+    assert "Only one label" in index and "collector run" in index
+    assert (site / "runs" / "golden-2.8.0" / "index.md").is_file() and (site / "trends" / "basic.md").is_file()
+    assert (public / "reports" / "index.html").is_file()
+
+
+# ---- pages and MkDocs ------------------------------------------------------------------------------
+
+
+def test_methodology_lists_every_registered_workload(in_tmp: Path) -> None:
+    """Generated from the real registry: a new workload needs no edit of the page."""
+    registry = load_workloads()
+    build_site(GOLDEN_RUNS, in_tmp / "site", None)
+    text = (in_tmp / "site" / "methodology.md").read_text(encoding="utf-8")
+    for name in registry:
+        assert f"({md_escape(name)})" in text, name
+
+
+def test_article_numbers_come_from_compare(in_tmp: Path) -> None:
+    from reporter.compare import compare_labels
+
+    result = build_site(GOLDEN_RUNS, in_tmp / "site", None, workloads=WORKLOADS)
+    article = (in_tmp / "site" / result.reports[0]).read_text(encoding="utf-8")
+    c = compare_labels(load_archive(GOLDEN_RUNS), "golden-2.8.0", "golden-2.9.0")
+    assert f"**{c.geomean.ratio:.3f}×**" in article
+    for verdict, n in c.counts.items():
+        assert n >= 0
+    assert f"**{c.counts['worse']}** worse" in article
+    row = c.rows[(c.rows["workload"] == "matmul") & (c.rows["metric"] == "time")].iloc[0]
+    assert f"{row.ratio:.3f}× | [{row.ci_low:.3f}, {row.ci_high:.3f}]" in article
+    for name in ("environment.parquet", "cases.parquet", "samples.parquet"):
+        assert (in_tmp / "site" / "runs" / "golden-2.8.0" / "20260110T120000Z-a1b2c3" / name).is_file()
+
+
+def test_mkdocs_build_strict_passes_in_both_languages(in_tmp: Path) -> None:
+    for lang in ("en", "zh"):
+        public = in_tmp / f"public-{lang}"
+        build_site(GOLDEN_RUNS, in_tmp / "site", public, lang=lang, workloads=WORKLOADS)
+        html = (public / "reports" / "golden-2.8.0--vs--golden-2.9.0" / "index.html").read_text(encoding="utf-8")
+        assert f'<html lang="{lang}"' in html
+        assert (public / "search" / "search_index.json").is_file()
+        assert (public / "runs" / "golden-2.8.0" / "20260110T120000Z-a1b2c3" / "samples.parquet").is_file()
+
+
+def test_cli_build_runs_as_a_user_runs_it(in_tmp: Path) -> None:
+    runs = in_tmp / "runs"  # one label: no article, no chart, so the subprocess stays quick
+    shutil.copytree(GOLDEN_RUNS / "golden-2.8.0", runs / "golden-2.8.0")
+    proc = subprocess.run(
+        [sys.executable, "-m", "reporter", "build", "--runs", "runs", "--site", "site", "--no-mkdocs"],
+        capture_output=True, text=True, cwd=in_tmp, env={**__import__("os").environ, "PYTHONPATH": str(ROOT)},
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "0 reports" in proc.stdout and (in_tmp / "site" / "runs" / "golden-2.8.0" / "index.md").is_file()
+    bad = subprocess.run(
+        [sys.executable, "-m", "reporter", "build", "--runs", str(in_tmp / "nope"), "--site", "site", "--no-mkdocs"],
+        capture_output=True, text=True, cwd=in_tmp, env={**__import__("os").environ, "PYTHONPATH": str(ROOT)},
+        timeout=300,
+    )
+    assert bad.returncode == 2 and "does not exist" in bad.stderr
+
+
+def test_comparison_spec_slug_is_a_safe_file_name() -> None:
+    spec = ComparisonSpec("a/../b", "c@20260101T000000Z-abcdef")
+    assert "/" not in spec.slug and ".." not in spec.slug.replace("--", "")
