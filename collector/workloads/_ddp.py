@@ -1,0 +1,100 @@
+"""The script the multigpu workload starts under torchrun: DDP training, timed on rank 0 (not a workload).
+
+Every rank trains the same model on its own synthetic batch under DistributedDataParallel
+(NCCL on GPUs, gloo on the CPU). Rank 0 times each whole step after a device sync; after
+each step it broadcasts whether to stop, so every rank runs the same number of steps. Rank 0
+writes the step times and its peak memory as JSON to ``--out``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import time
+
+
+def main() -> None:
+    p = argparse.ArgumentParser()
+    p.add_argument("--model", default="resnet50")
+    p.add_argument("--batch", type=int, required=True, help="batch per process")
+    p.add_argument("--image-size", type=int, default=224)
+    p.add_argument("--num-classes", type=int, default=1000)
+    p.add_argument("--precision", default="fp32")
+    p.add_argument("--device", default="cuda")
+    p.add_argument("--threads", type=int, default=0, help="torch threads per process (CPU)")
+    p.add_argument("--warmup", type=int, default=5)
+    p.add_argument("--min-steps", type=int, default=10)
+    p.add_argument("--max-steps", type=int, default=100)
+    p.add_argument("--budget-s", type=float, default=2.0)
+    p.add_argument("--target-rel-ci", type=float, default=0.02)
+    p.add_argument("--out", required=True)
+    a = p.parse_args()
+
+    import torch
+    import torch.distributed as dist
+    from types import SimpleNamespace
+
+    from collector.timing import median_ci_rel_width
+    from collector.workloads._models import image_training
+
+    rank = int(os.environ["RANK"])
+    local_rank = int(os.environ.get("LOCAL_RANK", "0"))
+    cuda = a.device == "cuda"
+    if a.threads:
+        torch.set_num_threads(a.threads)
+    if cuda:
+        torch.cuda.set_device(local_rank)
+    dist.init_process_group("nccl" if cuda else "gloo")
+    device = f"cuda:{local_rank}" if cuda else "cpu"
+    torch.manual_seed(1234 + rank)
+    ctx = SimpleNamespace(torch=torch, device="cuda" if cuda else "cpu")
+    training = image_training(
+        ctx, model=a.model, batch=a.batch, image_size=a.image_size, num_classes=a.num_classes, precision=a.precision
+    )
+    ddp = torch.nn.parallel.DistributedDataParallel(training.model, device_ids=[local_rank] if cuda else None)
+    # The step's forward goes through the DDP wrapper, which all-reduces gradients in backward.
+    import torch.nn.functional as F
+
+    training.loss_of_batch = lambda b: F.cross_entropy(ddp(b[0]), b[1])
+
+    def sync() -> None:
+        if cuda:
+            torch.cuda.synchronize()
+
+    stop = torch.zeros(1, device=device)
+    if cuda:
+        torch.cuda.reset_peak_memory_stats()
+    for _ in range(a.warmup):
+        training.step()
+    sync()
+    dist.barrier()
+    times: list[float] = []
+    started = time.perf_counter()
+    while True:
+        t0 = time.perf_counter()
+        training.step()
+        sync()
+        times.append(time.perf_counter() - t0)
+        if rank == 0:
+            n = len(times)
+            done = n >= a.max_steps or (
+                n >= a.min_steps
+                and (median_ci_rel_width(times) <= a.target_rel_ci or time.perf_counter() - started >= a.budget_s)
+            )
+            stop.fill_(1.0 if done else 0.0)
+        dist.broadcast(stop, src=0)  # outside the timed region: every rank agrees to stop
+        if stop.item() > 0:
+            break
+    if rank == 0:
+        result = {"times": times, "world_size": dist.get_world_size(), "backend": dist.get_backend()}
+        if cuda:
+            result["peak_allocated"] = torch.cuda.max_memory_allocated()
+            result["peak_reserved"] = torch.cuda.max_memory_reserved()
+        with open(a.out, "w") as f:
+            json.dump(result, f)
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()

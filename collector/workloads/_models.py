@@ -1,0 +1,375 @@
+"""Models, synthetic batches, training steps and child processes the end-to-end workloads share.
+
+Not a workload (the leading underscore keeps it out of the registry). Importing it does not
+import torch: the torch-using helpers import it when they are called, so workload modules
+can import this one at module level and still list cases without torch.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any, Callable, Iterator, Mapping, Sequence
+
+from collector.workloads import DeviceInfo
+
+PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])
+RESULT_PREFIX = "@@imagebench-child "
+
+# GPU suites in increasing order of cost; a case listed for one is listed for the later ones.
+GPU_LEVELS = ("quick", "standard", "full")
+
+# BERT sizes. "base" is BertConfig()'s defaults (BERT-base: 12 layers, hidden 768, 110M
+# parameters), the MRPC fine-tuning model of the seeds. "mini" and "tiny" exist only so the
+# CPU suites finish on two cores; their names say they are not BERT-base.
+BERT_CONFIGS: dict[str, dict[str, int]] = {
+    "bert-base": {},
+    "bert-mini": dict(hidden_size=128, num_hidden_layers=2, num_attention_heads=2, intermediate_size=512),
+    "bert-tiny": dict(
+        hidden_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=256,
+        vocab_size=1024,
+        max_position_embeddings=128,
+    ),
+}
+IMAGE_MODELS = ("resnet50", "resnet18", "cnn-tiny")
+
+
+# -- planning (no torch) -----------------------------------------------------------------
+def tier(suite: str, device: DeviceInfo) -> str:
+    """The scale a suite runs at on a device: ``tiny`` (smoke), ``small`` (the CPU suite, or
+    any suite on a CPU device), else the GPU suite's own name (quick, standard, full)."""
+    if suite == "smoke":
+        return "tiny"
+    if suite == "cpu" or not device.is_cuda or suite not in GPU_LEVELS:
+        return "small"
+    return suite
+
+
+def at_least(level: str, minimum: str) -> bool:
+    """True when GPU level ``level`` includes the cases of ``minimum`` (quick < standard < full)."""
+    return level in GPU_LEVELS and GPU_LEVELS.index(level) >= GPU_LEVELS.index(minimum)
+
+
+def is_bert(model: str) -> bool:
+    return model in BERT_CONFIGS
+
+
+# -- packages ------------------------------------------------------------------------------
+def require(ctx: Any, package: str, what: str) -> Any:
+    """Import ``package`` or skip the case with a reason that names it."""
+    import importlib
+
+    try:
+        return importlib.import_module(package)
+    except ImportError as e:
+        ctx.skip(f"{package} is not installed in this stack ({e}); {what} needs it")
+
+
+def require_model(ctx: Any, model: str) -> None:
+    """Skip when the package that builds ``model`` is missing."""
+    if is_bert(model):
+        require(ctx, "transformers", f"{model} (BertForSequenceClassification)")
+    elif model.startswith("resnet"):
+        require(ctx, "torchvision", f"{model} (torchvision.models)")
+
+
+# -- models --------------------------------------------------------------------------------
+def build_image_model(name: str, num_classes: int) -> Any:
+    """A classifier built from code with random weights (nothing is ever downloaded)."""
+    import torch.nn as nn
+
+    if name == "resnet50":
+        import torchvision
+
+        return torchvision.models.resnet50(weights=None, num_classes=num_classes)
+    if name == "resnet18":
+        import torchvision
+
+        return torchvision.models.resnet18(weights=None, num_classes=num_classes)
+    if name == "cnn-tiny":
+        # Two conv blocks: enough layers for autograd, compile and DDP to have real work,
+        # small enough for a CPU test to compile in seconds.
+        return nn.Sequential(
+            nn.Conv2d(3, 16, 3, padding=1, bias=False),
+            nn.BatchNorm2d(16),
+            nn.ReLU(),
+            nn.Conv2d(16, 32, 3, padding=1, stride=2, bias=False),
+            nn.BatchNorm2d(32),
+            nn.ReLU(),
+            nn.AdaptiveAvgPool2d(1),
+            nn.Flatten(),
+            nn.Linear(32, num_classes),
+        )
+    raise ValueError(f"unknown image model {name!r}; known: {', '.join(IMAGE_MODELS)}")
+
+
+def build_bert(name: str) -> Any:
+    """``BertForSequenceClassification(BertConfig(...))`` with random weights (no download)."""
+    from transformers import BertConfig, BertForSequenceClassification
+
+    if name not in BERT_CONFIGS:
+        raise ValueError(f"unknown BERT size {name!r}; known: {', '.join(BERT_CONFIGS)}")
+    return BertForSequenceClassification(BertConfig(**BERT_CONFIGS[name]))
+
+
+# -- precision -----------------------------------------------------------------------------
+def check_precision(ctx: Any, precision: str) -> None:
+    """Skip precisions this device cannot train in (with the reason)."""
+    if precision not in ("fp32", "bf16", "fp16"):
+        raise ValueError(f"unknown precision {precision!r}; known: fp32, bf16, fp16")
+    if precision == "fp16" and ctx.device != "cuda":
+        ctx.skip(
+            "fp16 autocast with GradScaler is measured on GPUs only: CPUs have no fp16 matrix "
+            "units worth comparing, so the CPU suites measure fp32 and bf16"
+        )
+    if precision == "bf16" and ctx.device == "cuda" and not ctx.info.bf16:
+        ctx.skip(f"{ctx.info.name} does not support bf16 (torch.cuda.is_bf16_supported() is False)")
+
+
+def autocast_for(torch: Any, device: str, precision: str) -> Callable[[], Any]:
+    """A factory of the autocast context for ``precision`` (a no-op context for fp32)."""
+    if precision == "fp32":
+        return contextlib.nullcontext
+    dtype = torch.bfloat16 if precision == "bf16" else torch.float16
+    return lambda: torch.autocast(device_type=device, dtype=dtype)
+
+
+def dtype_for(torch: Any, precision: str) -> Any:
+    return {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}[precision]
+
+
+# -- training steps ------------------------------------------------------------------------
+class Training:
+    """A model with its optimizer and one whole training step (forward, loss, backward, update)."""
+
+    def __init__(
+        self,
+        torch: Any,
+        model: Any,
+        forward: Any,
+        optimizer: Any,
+        loss_of_batch: Callable[[Any], Any],
+        next_batch: Callable[[], Any],
+        device: str,
+        precision: str,
+        items: int,
+        items_unit: str,
+    ) -> None:
+        self.torch = torch
+        self.model = model
+        self.forward = forward  # the model, or its torch.compile wrapper
+        self.optimizer = optimizer
+        self.loss_of_batch = loss_of_batch
+        self.next_batch = next_batch
+        self.autocast = autocast_for(torch, device, precision)
+        # fp16 needs loss scaling against gradient underflow; bf16 has fp32's range and does not.
+        self.scaler = torch.amp.GradScaler(device) if precision == "fp16" else None
+        self.items = items
+        self.items_unit = items_unit
+        self.closers: list[Callable[[], None]] = []
+
+    def step(self) -> Any:
+        self.optimizer.zero_grad(set_to_none=True)
+        batch = self.next_batch()
+        with self.autocast():
+            loss = self.loss_of_batch(batch)
+        if self.scaler is not None:
+            self.scaler.scale(loss).backward()
+            self.scaler.step(self.optimizer)
+            self.scaler.update()
+        else:
+            loss.backward()
+            self.optimizer.step()
+        return loss
+
+    def close(self) -> None:
+        for close in self.closers:
+            close()
+        self.closers.clear()
+
+
+def image_training(
+    ctx: Any,
+    *,
+    model: str,
+    batch: int,
+    image_size: int,
+    num_classes: int,
+    precision: str = "fp32",
+    channels_last: bool = False,
+    compile_model: bool = False,
+    next_batch: Callable[[], Any] | None = None,
+) -> Training:
+    """An image classifier on a fixed synthetic batch (or ``next_batch``), SGD with momentum."""
+    torch = ctx.torch
+    import torch.nn.functional as F
+
+    net = build_image_model(model, num_classes).to(ctx.device)
+    memory_format = torch.channels_last if channels_last else torch.contiguous_format
+    net = net.to(memory_format=memory_format)
+    net.train()
+    forward = torch.compile(net) if compile_model else net
+    # lr and momentum of the seeds' ResNet-50 recipe; random data, so convergence is moot.
+    optimizer = torch.optim.SGD(net.parameters(), lr=0.001, momentum=0.9)
+    if next_batch is None:
+        x = torch.randn(batch, 3, image_size, image_size, device=ctx.device).contiguous(memory_format=memory_format)
+        y = torch.randint(0, num_classes, (batch,), device=ctx.device)
+        next_batch = lambda: (x, y)  # noqa: E731
+
+    def loss_of_batch(b: Any) -> Any:
+        return F.cross_entropy(forward(b[0]), b[1])
+
+    return Training(torch, net, forward, optimizer, loss_of_batch, next_batch, ctx.device, precision, batch, "images")
+
+
+def bert_training(
+    ctx: Any, *, model: str, batch: int, seq: int, precision: str = "fp32", compile_model: bool = False
+) -> Training:
+    """BertForSequenceClassification on random token ids (two labels, as MRPC), AdamW."""
+    torch = ctx.torch
+    net = build_bert(model).to(ctx.device)
+    net.train()
+    forward = torch.compile(net) if compile_model else net
+    optimizer = torch.optim.AdamW(net.parameters(), lr=2e-5)
+    vocab = net.config.vocab_size
+    ids = torch.randint(0, vocab, (batch, seq), device=ctx.device)
+    mask = torch.ones_like(ids)
+    labels = torch.randint(0, 2, (batch,), device=ctx.device)
+
+    def loss_of_batch(_: Any) -> Any:
+        return forward(input_ids=ids, attention_mask=mask, labels=labels).loss
+
+    return Training(torch, net, forward, optimizer, loss_of_batch, lambda: None, ctx.device, precision, batch, "sequences")
+
+
+def training_for(ctx: Any, params: Mapping[str, Any], *, compile_model: bool = False) -> Training:
+    """The training setup a case's parameters describe (``model`` picks image or BERT)."""
+    model = params["model"]
+    require_model(ctx, model)
+    precision = params.get("precision", "fp32")
+    check_precision(ctx, precision)
+    if is_bert(model):
+        return bert_training(
+            ctx, model=model, batch=params["batch"], seq=params["seq"], precision=precision, compile_model=compile_model
+        )
+    return image_training(
+        ctx,
+        model=model,
+        batch=params["batch"],
+        image_size=params["image_size"],
+        num_classes=params.get("num_classes", 1000),
+        precision=precision,
+        channels_last=bool(params.get("channels_last", False)),
+        compile_model=compile_model,
+    )
+
+
+def default_backend_flags(torch: Any) -> None:
+    """Put cuDNN's autotuner back to the stack's default (off).
+
+    The worker runs cases one after another in one process and another workload may have
+    turned ``cudnn.benchmark`` on; the end-to-end workloads measure the stack as a user gets
+    it, whatever ran before.
+    """
+    torch.backends.cudnn.benchmark = False
+
+
+def measure_training(ctx: Any, training: Training, *, warmup: int | None = None) -> None:
+    """Time whole training steps and record step time and (on a GPU) peak memory."""
+    default_backend_flags(training.torch)
+    ctx.set_work(items=training.items, items_unit=training.items_unit)
+    ctx.reset_peak_memory()
+    # The first GPU steps load cuDNN/cuBLAS kernels and pick algorithms: keep them out.
+    ctx.time_steps(training.step, warmup=warmup if warmup is not None else (5 if ctx.device == "cuda" else 2))
+    ctx.record_peak_memory()
+
+
+# -- child processes -----------------------------------------------------------------------
+def child_env(extra: Mapping[str, str | None] | None = None) -> dict[str, str]:
+    """The worker's environment for a child, with this package importable; ``None`` unsets."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (PACKAGE_ROOT, env.get("PYTHONPATH")) if p)
+    env.setdefault("PYTHONUNBUFFERED", "1")
+    for key, value in (extra or {}).items():
+        if value is None:
+            env.pop(key, None)
+        else:
+            env[key] = value
+    return env
+
+
+class ChildFailed(RuntimeError):
+    """A child process exited without a result; the message holds how and its last output."""
+
+    def __init__(self, message: str, returncode: int | None) -> None:
+        super().__init__(message)
+        self.returncode = returncode
+
+
+def run_child(
+    args: Sequence[str], *, env: Mapping[str, str | None] | None = None, timeout: float = 600.0
+) -> dict[str, Any]:
+    """Run ``python -m collector.workloads._children ARGS`` and return the JSON it reports.
+
+    The child prints one line ``@@imagebench-child {json}`` on stdout; anything else it or a
+    library prints is kept only for the error message.
+    """
+    cmd = [sys.executable, "-m", "collector.workloads._children", *map(str, args)]
+    try:
+        proc = subprocess.run(
+            cmd, env=child_env(env), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=timeout
+        )
+    except subprocess.TimeoutExpired as e:
+        raise ChildFailed(f"child {' '.join(map(str, args))} did not finish within {timeout:.0f} s", None) from e
+    for line in reversed(proc.stdout.splitlines()):
+        if line.startswith(RESULT_PREFIX):
+            return json.loads(line[len(RESULT_PREFIX):])
+    how = f"was killed by signal {-proc.returncode}" if proc.returncode < 0 else f"exited with code {proc.returncode}"
+    tail = (proc.stderr or proc.stdout or "").strip()[-2000:]
+    raise ChildFailed(f"child {' '.join(map(str, args))} {how} without a result; its last output:\n{tail}", proc.returncode)
+
+
+def print_result(result: Mapping[str, Any]) -> None:
+    """What a child calls once to hand its result to ``run_child``."""
+    sys.stdout.write(RESULT_PREFIX + json.dumps(dict(result)) + "\n")
+    sys.stdout.flush()
+
+
+@contextlib.contextmanager
+def fresh_compile_caches() -> Iterator[str]:
+    """Point inductor's and triton's on-disk caches at an empty folder for the block.
+
+    A compile that finds its kernels cached from an earlier process measures a cache hit, so
+    compile time would depend on what ran before; an empty cache measures a cold compile,
+    which is what a fresh container pays.
+    """
+    keys = ("TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR")
+    saved = {k: os.environ.get(k) for k in keys}
+    with tempfile.TemporaryDirectory(prefix="imagebench-compile-") as folder:
+        os.environ["TORCHINDUCTOR_CACHE_DIR"] = os.path.join(folder, "inductor")
+        os.environ["TRITON_CACHE_DIR"] = os.path.join(folder, "triton")
+        try:
+            yield folder
+        finally:
+            for k, v in saved.items():
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v
+
+
+def free_port() -> int:
+    """A TCP port free on this host right now (for torchrun's rendezvous)."""
+    import socket
+
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])

@@ -1,0 +1,146 @@
+"""Concurrent inference: 2, 4 and 6 processes sharing one device for a fixed duration."""
+
+from __future__ import annotations
+
+import queue
+import time
+from typing import Any, Mapping
+
+from collector.workloads import DeviceInfo, Workload
+from collector.workloads._models import at_least, require, tier
+
+WINDOW_S = 0.5  # throughput is summed over all tasks per window of this length
+READY_TIMEOUT_S = 300.0  # spawning a task imports torch and builds its model
+
+
+def cases(suite: str, device: DeviceInfo) -> list[dict[str, Any]]:
+    level = tier(suite, device)
+    if level == "tiny":
+        return [dict(tasks=2, model="resnet18", image_size=64, batch=2, duration_s=1.0)]
+    if level == "small":
+        return [dict(tasks=2, model="resnet18", image_size=64, batch=4, duration_s=2.0)]
+    base = dict(model="resnet50", image_size=224, batch=32)
+    if level == "quick":
+        return [dict(tasks=4, duration_s=3.0, **base)]
+    out = [dict(tasks=n, duration_s=5.0, **base) for n in (2, 4, 6)]
+    if at_least(level, "full"):
+        # Each task capped to its fair share of the GPU's memory, as a shared inference host does.
+        out += [dict(tasks=n, duration_s=5.0, memory_fraction=round(0.9 / n, 3), **base) for n in (2, 4, 6)]
+    return out
+
+
+def run(params: Mapping[str, Any], ctx: Any) -> None:
+    import multiprocessing
+
+    from collector.schema import TIMING_WALL
+    from collector.workloads._children import concurrent_task
+
+    require(ctx, "torchvision", params["model"])
+    n = int(params["tasks"])
+    duration = float(params["duration_s"])
+    cuda = ctx.device == "cuda"
+    spec = {
+        "device": ctx.device,
+        "model": params["model"],
+        "image_size": params["image_size"],
+        "batch": params["batch"],
+        "duration_s": duration,
+        "memory_fraction": params.get("memory_fraction"),
+        "ready_timeout_s": READY_TIMEOUT_S,
+        # On the CPU the tasks share the cores instead of each spinning up every core.
+        "threads": 0 if cuda else max(1, ctx.info.cpu_count // n),
+    }
+    mp = multiprocessing.get_context("spawn")  # CUDA cannot be used in forked children
+    ready, results, go = mp.Queue(), mp.Queue(), mp.Event()
+    start_at = mp.Value("d", 0.0)
+    procs = [mp.Process(target=concurrent_task, args=(i, spec, ready, results, go, start_at), daemon=True) for i in range(n)]
+    for p in procs:
+        p.start()
+    errors: dict[int, str] = {}
+    outcomes: dict[int, dict[str, Any]] = {}
+    try:
+        deadline = time.monotonic() + READY_TIMEOUT_S
+        reported = 0
+        while reported < n:
+            try:
+                index, error = ready.get(timeout=max(0.1, deadline - time.monotonic()))
+            except queue.Empty:
+                break
+            reported += 1
+            if error:
+                errors[index] = error
+        # Everyone starts at the same instant, a moment from now (monotonic clocks agree
+        # between processes of one host).
+        start_at.value = time.monotonic() + 0.2
+        go.set()
+        wanted = n - len(errors)
+        deadline = start_at.value + duration + 120.0
+        while len(outcomes) < wanted and time.monotonic() < deadline:
+            try:
+                index, outcome = results.get(timeout=1.0)
+            except queue.Empty:
+                if not any(p.is_alive() for p in procs):
+                    break
+                continue
+            outcomes[index] = outcome
+    finally:
+        for p in procs:
+            p.join(timeout=10)
+            if p.is_alive():
+                p.kill()
+                p.join(timeout=5)
+    for i, p in enumerate(procs):
+        if i not in errors and (i not in outcomes or outcomes[i].get("error")):
+            errors[i] = (outcomes.get(i) or {}).get("error") or f"task exited with code {p.exitcode} without a result"
+    ok = [o for i, o in sorted(outcomes.items()) if i not in errors]
+    ctx.record("tasks_ok", [len(ok)])
+    ctx.recorded.timing = TIMING_WALL
+    ctx.set_work(items=params["batch"], items_unit="images")
+    if errors:
+        ctx.note("; ".join(f"task {i}: {e}" for i, e in sorted(errors.items())))
+    if not ok:
+        return
+    windows = max(1, int(round(duration / WINDOW_S)))
+    width = duration / windows
+    images = [0] * windows
+    for o in ok:
+        for t in o["completions"]:
+            images[min(windows - 1, int(t / width))] += params["batch"]
+    ctx.record("throughput", [count / width for count in images])
+    if cuda:
+        ctx.record("peak_allocated", [o["peak_allocated"] for o in ok])
+        ctx.record("peak_reserved", [o["peak_reserved"] for o in ok])
+
+
+WORKLOAD = Workload(
+    name="concurrent_inference",
+    family="inference",
+    title="Concurrent inference tasks on one device",
+    method=(
+        "2, 4 and 6 inference tasks run at once, each a separate process (multiprocessing, spawn) "
+        "with its own CUDA context and its own ResNet-50 (random weights, eval, "
+        "torch.inference_mode, batch 32 of 224x224 images); the full suite repeats them with each "
+        "process limited to its share of GPU memory (torch.cuda.set_per_process_memory_fraction, "
+        "0.9/n). Each task loads its model and warms up, then all start at the same instant and "
+        "run synchronous requests for a fixed duration (3 s in the quick suite, 5 s otherwise). "
+        "Recorded: tasks_ok, the number of tasks that finished without error (the seeds' success "
+        "rate); the aggregate throughput in images/s, one sample per 0.5 s window, summing the "
+        "requests every task completed in that window; and each task's peak allocated and "
+        "reserved GPU memory. Errors of failed tasks are kept in the case's notes. The CPU suites "
+        "run 2 tasks of a ResNet-18 on 64x64 images, with the cores split between them."
+    ),
+    cases=cases,
+    run=run,
+    timeout_s=600.0,
+    max_processes=2,
+    title_zh="同一设备上的并发推理任务",
+    method_zh=(
+        "同时运行 2、4、6 个推理任务，每个任务是一个独立进程（multiprocessing，spawn），拥有自己的 CUDA 上下文"
+        "和自己的 ResNet-50（随机权重，eval，torch.inference_mode，批大小 32，224x224 图像）；full 套件再把它们"
+        "各跑一遍，并用 torch.cuda.set_per_process_memory_fraction 把每个进程限制在它的显存份额（0.9/n）内。"
+        "每个任务先加载模型并预热，然后所有任务在同一时刻开始，在固定时长内（quick 套件 3 秒，其余 5 秒）连续"
+        "发出同步请求。记录：tasks_ok，即无错误完成的任务数（种子文章里的成功率）；聚合吞吐（图像/秒），每 0.5 "
+        "秒一个窗口一个样本，为该窗口内所有任务完成的请求之和；以及每个任务的 GPU 峰值已分配与已保留显存。失败"
+        "任务的错误写入用例备注。CPU 套件运行 2 个任务，模型为 64x64 图像上的 ResNet-18，CPU 核在任务间平分。"
+    ),
+)

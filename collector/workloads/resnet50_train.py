@@ -1,0 +1,141 @@
+"""ResNet-50 training steps on synthetic CIFAR-10- and ImageNet-shaped batches, and on real CIFAR-10."""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Callable, Mapping
+
+from collector.workloads import DeviceInfo, Workload
+from collector.workloads._models import at_least, image_training, measure_training, require, tier
+
+CIFAR_MEAN_STD = ((0.4914, 0.4822, 0.4465), (0.2470, 0.2435, 0.2616))
+
+
+def cases(suite: str, device: DeviceInfo) -> list[dict[str, Any]]:
+    level = tier(suite, device)
+    cifar = dict(model="resnet50", data="synthetic", image_size=32, num_classes=10)
+    imagenet = dict(model="resnet50", data="synthetic", image_size=224, num_classes=1000)
+    real = dict(model="resnet50", data="cifar10", image_size=32, num_classes=10)
+    if level == "tiny":
+        return [{**cifar, "batch": 2}, {**real, "batch": 2, "loader_workers": 0}]
+    if level == "small":
+        return [{**cifar, "batch": 8}, {**imagenet, "batch": 2}, {**real, "batch": 8, "loader_workers": min(2, device.cpu_count)}]
+    out = [{**cifar, "batch": 128}, {**imagenet, "batch": 256}]
+    if at_least(level, "standard"):
+        out.append({**real, "batch": 128, "loader_workers": min(4, device.cpu_count)})
+    if at_least(level, "full"):
+        out += [{**imagenet, "batch": 64}, {**imagenet, "batch": 128}]
+    return out
+
+
+def cifar10_batches(ctx: Any, batch: int, workers: int) -> tuple[Callable[[], Any], Callable[[], None]]:
+    """Batches of the real CIFAR-10 training set, as the seeds load it (ToTensor, Normalize).
+
+    Reads torchvision's format (``cifar-10-batches-py``) from ``ctx.data_dir`` or
+    ``ctx.data_dir/cifar10``; never downloads. Skips the case when it is not there.
+    """
+    torchvision = require(ctx, "torchvision", "the real CIFAR-10 case")
+    from torch.utils.data import DataLoader
+    from torchvision import transforms
+
+    if not ctx.data_dir:
+        ctx.skip("real CIFAR-10 needs --data-dir with torchvision's cifar-10-batches-py in it; imagebench never downloads datasets")
+    transform = transforms.Compose([transforms.ToTensor(), transforms.Normalize(*CIFAR_MEAN_STD)])
+    dataset = None
+    tried = []
+    for root in (ctx.data_dir, os.path.join(ctx.data_dir, "cifar10"), os.path.join(ctx.data_dir, "CIFAR10")):
+        tried.append(root)
+        if not os.path.isdir(os.path.join(root, "cifar-10-batches-py")):
+            continue
+        try:
+            dataset = torchvision.datasets.CIFAR10(root, train=True, download=False, transform=transform)
+            break
+        except RuntimeError as e:  # torchvision's integrity check failed
+            ctx.skip(f"CIFAR-10 under {root} is incomplete or corrupted ({e}); imagebench never downloads datasets")
+    if dataset is None:
+        ctx.skip(f"CIFAR-10 (torchvision's cifar-10-batches-py) not found under {', '.join(tried)}; imagebench never downloads datasets")
+    cuda = ctx.device == "cuda"
+    loader = DataLoader(
+        dataset,
+        batch_size=batch,
+        shuffle=True,
+        num_workers=workers,
+        pin_memory=cuda,
+        drop_last=True,
+        persistent_workers=workers > 0,
+    )
+    state: dict[str, Any] = {"it": iter(loader)}
+
+    def next_batch() -> Any:
+        try:
+            x, y = next(state["it"])
+        except StopIteration:  # an epoch ended: start the next one (workers persist)
+            state["it"] = iter(loader)
+            x, y = next(state["it"])
+        return x.to(ctx.device, non_blocking=cuda), y.to(ctx.device, non_blocking=cuda)
+
+    def close() -> None:
+        it = state.pop("it", None)
+        shutdown = getattr(it, "_shutdown_workers", None)
+        if shutdown is not None:
+            shutdown()
+
+    return next_batch, close
+
+
+def run(params: Mapping[str, Any], ctx: Any) -> None:
+    require(ctx, "torchvision", "ResNet-50 (torchvision.models.resnet50)")
+    next_batch, close = None, None
+    if params["data"] == "cifar10":
+        next_batch, close = cifar10_batches(ctx, params["batch"], params.get("loader_workers", 0))
+        ctx.note(f"real CIFAR-10 through a DataLoader with {params.get('loader_workers', 0)} workers; the step includes waiting for the batch")
+    training = image_training(
+        ctx,
+        model=params["model"],
+        batch=params["batch"],
+        image_size=params["image_size"],
+        num_classes=params["num_classes"],
+        next_batch=next_batch,
+    )
+    if close is not None:
+        training.closers.append(close)
+    try:
+        measure_training(ctx, training)
+    finally:
+        training.close()
+
+
+WORKLOAD = Workload(
+    name="resnet50_train",
+    family="training",
+    title="ResNet-50 training step (CIFAR-10 and ImageNet shapes)",
+    method=(
+        "torchvision's ResNet-50 is built from code with random weights (weights=None; nothing is "
+        "downloaded) and trained in FP32 with SGD (lr 0.001, momentum 0.9) and cross-entropy, as "
+        "in the seed articles. Synthetic batches of CIFAR-10 shape (3x32x32, 10 classes, batch 128) "
+        "and ImageNet shape (3x224x224, 1000 classes, batch 256 on a GPU, 2 on the CPU) are created "
+        "once on the device; the real-CIFAR-10 case reads torchvision's CIFAR10 from --data-dir "
+        "(never downloaded; skipped when absent) through a DataLoader with ToTensor and Normalize, "
+        "so its step includes waiting for the next batch. After warm-up steps (5 on a GPU) every "
+        "whole step (zero_grad, forward, loss, backward, optimizer step) is timed on its own with "
+        "the host clock after a device synchronisation, until the 95% CI of the median is narrow "
+        "or the suite's time budget is spent. Peak allocated and reserved GPU memory over the "
+        "steps are recorded. Images per step are stored as the work, so images/s and the time of "
+        "a 50,000-image CIFAR-10 epoch are derived at report time. The CPU suites use smaller "
+        "batches (named in the parameters)."
+    ),
+    cases=cases,
+    run=run,
+    timeout_s=600.0,
+    title_zh="ResNet-50 训练步（CIFAR-10 与 ImageNet 尺寸）",
+    method_zh=(
+        "用 torchvision 从代码构建 ResNet-50（weights=None，随机权重，从不下载），以 FP32、SGD（lr 0.001，"
+        "momentum 0.9）和交叉熵训练，与种子文章一致。合成批次有 CIFAR-10 尺寸（3x32x32，10 类，批大小 128）"
+        "和 ImageNet 尺寸（3x224x224，1000 类，GPU 上批大小 256，CPU 上为 2），只在设备上生成一次；真实 "
+        "CIFAR-10 用例从 --data-dir 读取 torchvision 格式的 CIFAR10（从不下载，缺失时跳过），经 DataLoader"
+        "（ToTensor、Normalize）加载，因此其训练步包含等待下一批数据的时间。预热（GPU 上 5 步）之后，每个完整"
+        "训练步（zero_grad、前向、损失、反向、优化器更新）在设备同步后用主机时钟单独计时，直到中位数的 95% "
+        "置信区间足够窄或用完套件的时间预算。同时记录 GPU 峰值已分配与已保留显存。每步的图像数作为工作量保存，"
+        "图像/秒和 50,000 张图像的 CIFAR-10 单 epoch 时间在生成报告时推导。CPU 套件使用更小的批大小（写在参数里）。"
+    ),
+)
