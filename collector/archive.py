@@ -22,6 +22,7 @@ import pyarrow.parquet as pq
 from collector.schema import (
     CASES_FILE,
     ENVIRONMENT_FILE,
+    RUN_FILES,
     SAMPLES_FILE,
     SchemaError,
     is_valid_run_id,
@@ -103,10 +104,16 @@ class RunWriter:
     folder: Path
     run_id: str
     label: str
+    final: Path | None = None  # where a staged run goes on ``publish``
 
     @classmethod
-    def create(cls, out: Path, label: str) -> "RunWriter":
-        """Create ``out/<slug(label)>/<new run id>`` exclusively."""
+    def create(cls, out: Path, label: str, *, staged: bool = False) -> "RunWriter":
+        """Create ``out/<slug(label)>/<new run id>`` exclusively.
+
+        With ``staged=True`` the files are first written to a hidden sibling folder
+        (``.<run id>.new``, which readers skip) and ``publish`` renames it into place, so
+        no reader and no crash ever sees a run folder without its files.
+        """
         slug = sanitize_label(label)
         base = Path(out) / slug
         check_writable(Path(out))
@@ -116,19 +123,50 @@ class RunWriter:
             raise ArchiveError(f"cannot create {base}: {e.strerror or e}") from e
         for _ in range(10):
             run_id = new_run_id()
-            folder = base / run_id
+            final = base / run_id
+            folder = base / f".{run_id}.new" if staged else final
+            if staged and final.exists():
+                continue
             try:
                 folder.mkdir()
             except FileExistsError:
                 continue  # never reuse a folder: pick another suffix
             except OSError as e:
                 raise ArchiveError(f"cannot create {folder}: {e.strerror or e}") from e
-            return cls(folder=folder, run_id=run_id, label=slug)
+            return cls(folder=folder, run_id=run_id, label=slug, final=final if staged else None)
         raise ArchiveError(f"could not find a free run id under {base}")
+
+    def publish(self) -> None:
+        """Move a staged run folder to its run id (a no-op for a folder created in place)."""
+        if self.final is None:
+            return
+        try:
+            os.rename(self.folder, self.final)  # fails on a non-empty folder of that name
+        except OSError as e:
+            raise ArchiveError(f"cannot create {self.final}: {e.strerror or e}") from e
+        _fsync_dir(self.final.parent)
+        self.folder, self.final = self.final, None
+
+    def discard(self) -> None:
+        """Remove a staged folder that was never published (nothing else is touched)."""
+        if self.final is None:
+            return
+        for child in self.folder.glob("*"):
+            try:
+                child.unlink()
+            except OSError:
+                pass
+        try:
+            self.folder.rmdir()
+        except OSError:
+            pass
 
     @classmethod
     def reopen(cls, folder: Path) -> "RunWriter":
-        """Open an existing run folder to resume it (same run id, same label)."""
+        """Open an existing run folder to resume it (same run id, same label).
+
+        Temporary files a killed writer left behind (``.<file>.<random>.tmp``) are removed.
+        """
         folder = Path(folder)
         env_path = folder / ENVIRONMENT_FILE
         if not env_path.is_file():
@@ -139,6 +177,16 @@ class RunWriter:
             raise ArchiveError(f"{env_path}: run id {run_id!r} does not match the folder name {folder.name!r}")
         if not os.access(folder, os.W_OK):
             raise ArchiveError(f"run folder {folder} is not writable")
+        try:
+            label = sanitize_label(label)
+        except SchemaError as e:
+            raise ArchiveError(f"{env_path}: {e}") from None
+        for name in RUN_FILES:
+            for tmp in folder.glob(f".{name}.*.tmp"):
+                try:
+                    tmp.unlink()
+                except OSError:
+                    pass
         return cls(folder=folder, run_id=run_id, label=label)
 
     def write(self, kind: str, records: Iterable[Any]) -> None:

@@ -9,6 +9,8 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
+import signal
 import sys
 from pathlib import Path
 from typing import Any, Sequence
@@ -91,6 +93,7 @@ def _check_run_args(args: argparse.Namespace) -> None:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    from collector.archive import ArchiveError
     from collector.runner import Interrupted, RunError, RunOptions, Stack, execute
 
     _check_run_args(args)
@@ -113,17 +116,30 @@ def cmd_run(args: argparse.Namespace) -> int:
     resume = Path(args.resume) if args.resume else None
     if resume is not None and not resume.is_dir():
         raise CLIError(f"--resume {args.resume!r} is not a run folder")
+    started: list[Any] = []
     try:
-        planned = execute(options, resume=resume, progress=not args.no_progress and sys.stderr.isatty())
+        planned = execute(options, resume=resume, progress=not args.no_progress and sys.stderr.isatty(), on_start=started.extend)
     except RunError as e:
-        raise CLIError(str(e)) from None
+        raise CLIError(str(e) + _resume_hint(started)) from None
+    except ArchiveError as e:  # the disk failed part-way: say what is kept and how to go on
+        raise CLIError(str(e) + _resume_hint(started)) from None
     except Interrupted as e:
-        print(f"collector: interrupted by {e}; finished cases are saved; resume with --resume", file=sys.stderr)
-        return EXIT_SIGINT if e.signum == 2 else EXIT_SIGTERM
+        print(f"collector: interrupted by {e}; finished cases are saved{_resume_hint(started) or '; resume with --resume RUN_DIR'}",
+              file=sys.stderr)
+        return EXIT_SIGINT if e.signum == signal.SIGINT else EXIT_SIGTERM
     _print_summary(planned)
     for p in planned:
         print(p.writer.folder)
     return 0
+
+
+def _resume_hint(planned: list[Any]) -> str:
+    """``; resume with: collector run --resume <folder>`` for each run already on disk."""
+    folders = [p.writer.folder for p in planned if p.writer.final is None]
+    if not folders:
+        return ""
+    commands = " and ".join(f"collector run --resume {shlex.quote(str(f))}" for f in folders)
+    return f"; the cases finished so far are kept; resume with: {commands}"
 
 
 def _print_summary(planned: list[Any]) -> None:

@@ -25,6 +25,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+import pyarrow as pa
+
 from collector import __version__
 from collector.archive import ArchiveError, RunWriter
 from collector.schema import (
@@ -39,14 +41,19 @@ from collector.schema import (
     STATUS_OK,
     STATUS_TIMEOUT,
     TIMING_NONE,
+    TIMINGS,
     CaseRecord,
     EnvironmentEntry,
     SampleRecord,
+    SchemaError,
+    finite_or_none,
     params_to_json,
+    records_to_table,
+    validate_table,
 )
 from collector.suites import SUITES, default_suite
 from collector.timing import TimingPolicy
-from collector.worker import PROTOCOL_PREFIX
+from collector.worker import PARENT_PID_ENV, PROTOCOL_PREFIX
 from collector.workloads import Case, DeviceInfo, registry
 
 PACKAGE_ROOT = str(Path(__file__).resolve().parent.parent)
@@ -120,15 +127,24 @@ class WorkerTimeout(Exception):
     """No answer from the worker within the case's timeout."""
 
 
+# How often a wait for the worker checks that it is still alive: a worker that dies while
+# a process it forked (a DataLoader worker) still holds its stdout open sends no EOF.
+POLL_S = 0.5
+# After a timeout, how long the worker gets to print its Python stack (SIGUSR1).
+STACK_DUMP_S = 1.0
+
+
 class Worker:
     """One worker process and the thread that reads its protocol lines."""
 
     def __init__(self, python: str, log_path: Path, env: dict[str, str] | None = None) -> None:
         self.log_path = log_path
         self._log = open(log_path, "ab")
+        self._mark = 0
         child_env = dict(os.environ if env is None else env)
         child_env["PYTHONPATH"] = os.pathsep.join(p for p in (PACKAGE_ROOT, child_env.get("PYTHONPATH")) if p)
         child_env.setdefault("PYTHONUNBUFFERED", "1")
+        child_env[PARENT_PID_ENV] = str(os.getpid())  # the worker dies with this process
         try:
             self.proc = subprocess.Popen(
                 [python, "-m", "collector.worker"],
@@ -138,6 +154,8 @@ class Worker:
                 env=child_env,
                 start_new_session=True,  # Ctrl-C reaches the parent only; it stops the worker
                 text=True,
+                encoding="utf-8",
+                errors="replace",
                 bufsize=1,
             )
         except OSError as e:
@@ -149,30 +167,63 @@ class Worker:
 
     def _read(self) -> None:
         assert self.proc.stdout is not None
-        for line in self.proc.stdout:
-            if line.startswith(PROTOCOL_PREFIX):
-                try:
-                    self._messages.put(json.loads(line[len(PROTOCOL_PREFIX):]))
-                except json.JSONDecodeError:
-                    pass
+        try:
+            for line in self.proc.stdout:
+                if line.startswith(PROTOCOL_PREFIX):
+                    try:
+                        self._messages.put(json.loads(line[len(PROTOCOL_PREFIX):]))
+                    except json.JSONDecodeError:
+                        pass
+        except (OSError, ValueError):
+            pass  # the pipe was closed under us by kill()
         self._messages.put(None)
+
+    def wait_ready(self, timeout: float) -> None:
+        """Wait for the worker's ``ready`` (torch imported); raise ``WorkerDied`` if it cannot."""
+        reply = self.receive(timeout)
+        if reply.get("event") != "ready":
+            raise WorkerDied(f"worker sent {reply.get('event')!r} before it was ready")
+        if reply.get("error"):
+            raise WorkerDied(str(reply["error"]))
 
     def send(self, message: dict[str, Any]) -> None:
         assert self.proc.stdin is not None
         try:
             self.proc.stdin.write(json.dumps(message) + "\n")
             self.proc.stdin.flush()
-        except (BrokenPipeError, OSError):
+        except (BrokenPipeError, OSError, ValueError):
             raise WorkerDied(self.describe_exit()) from None
 
     def receive(self, timeout: float) -> dict[str, Any]:
-        try:
-            message = self._messages.get(timeout=timeout)
-        except queue.Empty:
-            raise WorkerTimeout() from None
+        deadline = time.monotonic() + timeout
+        while True:
+            left = deadline - time.monotonic()
+            try:
+                message = self._messages.get(timeout=max(0.0, min(POLL_S, left)))
+                break
+            except queue.Empty:
+                pass
+            if self.proc.poll() is not None:
+                # Dead: give the reader a moment to hand over what the worker wrote last.
+                self._reader.join(timeout=1.0)
+                try:
+                    message = self._messages.get_nowait()
+                except queue.Empty:
+                    message = None
+                break
+            if left <= 0:
+                raise WorkerTimeout()
         if message is None:
             raise WorkerDied(self.describe_exit())
         return message
+
+    def mark(self) -> None:
+        """Start a new case: stderr written from here on is this case's."""
+        self._log.flush()
+        try:
+            self._mark = self.log_path.stat().st_size
+        except OSError:
+            self._mark = 0
 
     def describe_exit(self) -> str:
         try:
@@ -182,30 +233,65 @@ class Worker:
         if code is None:
             how = "stopped answering"
         elif code < 0:
-            how = f"was killed by signal {signal.Signals(-code).name}"
+            how = f"was killed by signal {_signal_name(-code)}"
+            if -code == signal.SIGKILL:
+                how += " (from outside the collector: often the kernel's out-of-memory killer)"
         else:
             how = f"exited with code {code}"
         tail = self.stderr_tail()
         return f"worker process {how}" + (f"; its last output:\n{tail}" if tail else "")
 
     def stderr_tail(self, limit: int = 3000) -> str:
-        self._log.flush()
+        """The end of what the worker wrote to stderr since the current case began."""
         try:
-            data = self.log_path.read_bytes()
+            self._log.flush()
+        except (OSError, ValueError):
+            pass
+        try:
+            with open(self.log_path, "rb") as f:
+                size = f.seek(0, os.SEEK_END)
+                f.seek(max(self._mark, size - limit))
+                data = f.read()
         except OSError:
             return ""
-        return data[-limit:].decode("utf-8", errors="replace").strip()
+        return data.decode("utf-8", errors="replace").strip()
+
+    def dump_stack(self) -> str:
+        """Ask a hung worker for its Python stack (faulthandler on SIGUSR1); return the output."""
+        if self.proc.poll() is None and hasattr(signal, "SIGUSR1"):
+            try:
+                self.proc.send_signal(signal.SIGUSR1)
+            except OSError:
+                return self.stderr_tail()
+            time.sleep(STACK_DUMP_S)
+        return self.stderr_tail()
 
     def kill(self) -> None:
         if self.proc.poll() is None:
             try:
                 os.killpg(self.proc.pid, signal.SIGKILL)
             except (ProcessLookupError, PermissionError):
-                self.proc.kill()
+                try:
+                    self.proc.kill()
+                except OSError:
+                    pass
+        elif self._reader.is_alive():
+            # The worker is gone but something it forked still holds its stdout open: a
+            # live member keeps the process group (and its id) from being reused.
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
         try:
             self.proc.wait(timeout=10)
         except subprocess.TimeoutExpired:
             pass
+        for stream in (self.proc.stdin, self.proc.stdout):
+            try:
+                if stream is not None:
+                    stream.close()
+            except (OSError, ValueError):
+                pass
         self._log.close()
 
     def close(self) -> None:
@@ -216,6 +302,13 @@ class Worker:
             except (WorkerDied, subprocess.TimeoutExpired):
                 pass
         self.kill()
+
+
+def _signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"{number}"
 
 
 def matches(case: Case, patterns: list[str]) -> bool:
@@ -261,14 +354,19 @@ def probe(stack: Stack, options: RunOptions, log_path: Path) -> tuple[DeviceInfo
     """Ask the stack's interpreter for device facts and the fingerprint."""
     worker = Worker(stack.python, log_path)
     try:
+        worker.wait_ready(PROBE_TIMEOUT_S)
         worker.send({"cmd": "probe", "device": options.device, "image": options.image, "argv": options.argv})
         reply = worker.receive(PROBE_TIMEOUT_S)
     except WorkerDied as e:
-        raise RunError(f"the stack at --python {stack.python} could not start a worker: {e}") from None
+        worker.kill()
+        raise RunError(f"the stack at --python {stack.python} could not start a worker: {e}; it needs torch and pyarrow") from None
     except WorkerTimeout:
+        worker.kill()
         raise RunError(f"the stack at --python {stack.python} did not answer the probe in {PROBE_TIMEOUT_S:.0f} s") from None
-    finally:
-        worker.close()
+    except BaseException:  # interrupted: stop the worker now rather than wait for it
+        worker.kill()
+        raise
+    worker.close()
     if reply.get("event") == "error":
         error = str(reply["error"])
         if error.startswith("ValueError: "):
@@ -385,6 +483,7 @@ class Runner:
         log = self.log_dir / f"{planned.writer.label}-{task.process}.log"
         worker = Worker(planned.stack.python, log)
         self.workers[key] = worker
+        worker.wait_ready(PROBE_TIMEOUT_S)  # importing torch is not part of any case's time
         return worker
 
     def run(self, tasks: list[Task]) -> None:
@@ -397,12 +496,21 @@ class Runner:
                 progress.update(prefix + task.case.case_id)
                 self.run_task(task)
                 progress.update(prefix + task.case.case_id, advance=1)
+        except BaseException:
+            # Interrupted (or the disk failed): stop every worker at once, never wait
+            # for a case in flight to finish.
+            self.kill_workers()
+            raise
         finally:
             progress.stop()
             for worker in self.workers.values():
                 worker.close()
             self.workers.clear()
             shutil.rmtree(self.log_dir, ignore_errors=True)
+
+    def kill_workers(self) -> None:
+        for key in list(self.workers):
+            self.workers.pop(key).kill()
 
     def case_timeout(self, case: Case) -> float:
         if self.options.case_timeout is not None:
@@ -436,24 +544,34 @@ class Runner:
         }
         self.in_flight = task
         self.in_flight_started = time.time()
-        t0 = time.perf_counter()
         timeout = self.case_timeout(case)
+        key = (task.stack_index, task.process)
         try:
             worker = self.worker_for(task)
+            self.in_flight_started = time.time()
+            t0 = time.perf_counter()
+            worker.mark()
             worker.send(message)
             reply = worker.receive(timeout)  # "start"
             while reply.get("event") != "result":
-                reply = worker.receive(max(1.0, timeout - (time.perf_counter() - t0)))
+                reply = worker.receive(max(0.0, timeout - (time.perf_counter() - t0)))
             result = reply
         except WorkerTimeout:
-            self.workers.pop((task.stack_index, task.process)).kill()
-            result = self._failure(STATUS_TIMEOUT, f"case did not finish within its timeout of {timeout:.0f} s; the worker was killed")
+            worker = self.workers.pop(key)
+            stack = worker.dump_stack()
+            worker.kill()
+            result = self._failure(
+                STATUS_TIMEOUT,
+                f"case did not finish within its timeout of {timeout:g} s; the worker was killed"
+                + (f"; its last output:\n{stack}" if stack else ""),
+            )
         except WorkerDied as e:
-            self.workers.pop((task.stack_index, task.process)).kill()
+            worker = self.workers.pop(key, None)
+            if worker is not None:
+                worker.kill()
             result = self._failure(STATUS_FAILED, str(e))
-        result.setdefault("duration_s", time.perf_counter() - t0)
+        result["duration_s"] = result.get("duration_s") or (time.time() - self.in_flight_started)
         self.record(task, result)
-        self.in_flight = None
 
     def _failure(self, status: str, error: str) -> dict[str, Any]:
         return {
@@ -465,41 +583,74 @@ class Runner:
         }
 
     def record(self, task: Task, result: dict[str, Any]) -> None:
+        """Keep one attempt's result and write the run's tables (the attempt is then done)."""
         planned = self.planned[task.stack_index]
         case = task.case
-        planned.records = [r for r in planned.records if not (r.case_id == case.case_id and r.process == task.process)]
-        planned.records.append(
-            CaseRecord(
-                case_id=case.case_id,
-                workload=case.workload,
-                params=params_to_json(case.params),
-                process=task.process,
-                status=result["status"],
-                error=result.get("error"),
-                timing=result.get("timing", TIMING_NONE),
-                device=planned.device.type,
-                started_at=float(result.get("started_at", time.time())),
-                duration_s=float(result.get("duration_s", 0.0)),
-                flops=result.get("flops"),
-                bytes=result.get("bytes"),
-                items=result.get("items"),
-                items_unit=result.get("items_unit"),
-            )
+        samples = [SampleRecord(case_id=case.case_id, process=task.process, **s) for s in result.get("samples", [])]
+        status, error = result["status"], _clean_text(result.get("error"))
+        problem = _invalid_samples(samples, planned.writer)
+        if problem:
+            status, samples = STATUS_FAILED, []
+            error = "; ".join(e for e in (error, f"the worker returned samples no reader accepts: {problem}") if e)
+        record = CaseRecord(
+            case_id=case.case_id,
+            workload=case.workload,
+            params=params_to_json(case.params),
+            process=task.process,
+            status=status,
+            error=error,
+            timing=result.get("timing") if result.get("timing") in TIMINGS else TIMING_NONE,
+            device=planned.device.type,
+            started_at=_number(result.get("started_at"), self.in_flight_started),
+            duration_s=_number(result.get("duration_s"), 0.0),
+            flops=finite_or_none(_number(result.get("flops"), None)),
+            bytes=finite_or_none(_number(result.get("bytes"), None)),
+            items=finite_or_none(_number(result.get("items"), None)),
+            items_unit=_clean_text(result.get("items_unit")),
         )
-        planned.samples = [s for s in planned.samples if not (s.case_id == case.case_id and s.process == task.process)]
-        for s in result.get("samples", []):
-            planned.samples.append(SampleRecord(case_id=case.case_id, process=task.process, **s))
+        # Swap the lists in whole, so a signal arriving here sees either the old state or
+        # the new one; the attempt stops being in flight once it is in memory.
+        others = [r for r in planned.records if not (r.case_id == case.case_id and r.process == task.process)]
+        other_samples = [s for s in planned.samples if not (s.case_id == case.case_id and s.process == task.process)]
+        planned.records, planned.samples = others + [record], other_samples + samples
+        self.in_flight = None
         planned.writer.write_cases(planned.records, planned.samples)
 
     def record_interrupted(self) -> None:
-        """Mark the case in flight as interrupted (it is re-run by --resume)."""
+        """Mark the case in flight as interrupted (it is re-run by --resume) and write
+        every stack's tables, so the disk holds all that finished."""
+        self.kill_workers()
         task = self.in_flight
-        if task is None:
-            return
-        for key in list(self.workers):
-            self.workers.pop(key).kill()
-        self.record(task, self._failure(STATUS_INTERRUPTED, "the run was interrupted while this case ran"))
-        self.in_flight = None
+        if task is not None:
+            self.record(task, self._failure(STATUS_INTERRUPTED, "the run was interrupted while this case ran"))
+        for p in self.planned:
+            p.writer.write_cases(p.records, p.samples)
+
+
+def _clean_text(value: Any) -> str | None:
+    """A string that Parquet can store (lone surrogates and NULs from a worker replaced)."""
+    if value is None:
+        return None
+    return str(value).encode("utf-8", errors="replace").decode("utf-8").replace("\x00", "\ufffd")
+
+
+def _number(value: Any, default: float | None) -> float | None:
+    try:
+        return float(value) if value is not None else default
+    except (TypeError, ValueError):
+        return default
+
+
+def _invalid_samples(samples: list[SampleRecord], writer: RunWriter) -> str | None:
+    """Why the reader would reject these samples (and with them the whole run), or None."""
+    if not samples:
+        return None
+    try:
+        table = records_to_table(SAMPLES_FILE, samples, run_id=writer.run_id, label=writer.label)
+        validate_table(SAMPLES_FILE, table)
+    except (SchemaError, TypeError, ValueError, OverflowError, pa.ArrowException) as e:
+        return str(e)
+    return None
 
 
 def environment_rows(planned: Planned, status: str) -> list[EnvironmentEntry]:
@@ -531,8 +682,12 @@ def load_existing(folder: Path) -> tuple[list[EnvironmentEntry], list[CaseRecord
     return env, cases, samples
 
 
-def start_run(options: RunOptions) -> list[Planned]:
-    """Probe every stack, plan its cases and create its run folder."""
+def start_run(options: RunOptions, planned: list[Planned] | None = None) -> list[Planned]:
+    """Probe every stack, plan its cases and create its run folder.
+
+    Each run is appended to ``planned`` (when given) as soon as its folder exists, so an
+    interrupted start still marks what it created.
+    """
     from collector.archive import check_writable
 
     try:
@@ -549,9 +704,10 @@ def start_run(options: RunOptions) -> list[Planned]:
     labels = [s.label or default_label(d, f) for s, d, f, _, _ in probes]
     if len(set(labels)) != len(labels):
         raise RunError(f"two stacks would be recorded under the same label ({', '.join(labels)}); give each a --label")
-    planned = []
+    planned = [] if planned is None else planned
     for (stack, device, fingerprint, suite, cases), label in zip(probes, labels):
-        writer = RunWriter.create(options.out, label)
+        # Staged: the folder appears under its run id only with all three files in it.
+        writer = RunWriter.create(options.out, label, staged=True)
         run_entries = {
             "run_id": writer.run_id,
             "label": writer.label,
@@ -570,8 +726,13 @@ def start_run(options: RunOptions) -> list[Planned]:
         if stack.label and stack.label != writer.label:
             run_entries["label_given"] = stack.label
         p = Planned(stack, device, fingerprint, writer, cases, run_entries=run_entries)
-        writer.write_environment(environment_rows(p, RUN_RUNNING))
-        writer.write_cases([], [])
+        try:
+            writer.write_environment(environment_rows(p, RUN_RUNNING))
+            writer.write_cases([], [])
+            writer.publish()
+        except BaseException:
+            writer.discard()
+            raise
         planned.append(p)
     return planned
 
@@ -598,24 +759,43 @@ def resume_run(folder: Path, options: RunOptions) -> tuple[Planned, set[tuple[in
     if not Path(python).exists():
         python = sys.executable
     stack = Stack(python, writer.label)
-    device_info = _probe_device_only(stack, options)
+    with tempfile.TemporaryDirectory(prefix="imagebench-probe-") as tmp:
+        device_info, now = probe(stack, options, Path(tmp) / "probe.log")
+    changed = _stack_changes(fingerprint, now)
+    if changed:
+        raise RunError(
+            f"--resume: run {folder} was recorded on another stack or machine ({'; '.join(changed)}); "
+            "resume it where it started, or start a new run"
+        )
     suite = run.get("suite") or default_suite(device_info.type)
     planned_cases = plan_cases(suite, device_info, options.only)
     finished = [c for c in cases if c.status != STATUS_INTERRUPTED]
     done_keys = {(c.case_id, c.process) for c in finished}
     kept_samples = [s for s in samples if (s.case_id, s.process) in done_keys]
     run["suite"] = suite
+    run.pop("finished_at", None)
     run["resumed_at"] = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+    run["resumes"] = str(int(run.get("resumes", "0") or 0) + 1)
     p = Planned(stack, device_info, fingerprint, writer, planned_cases, finished, kept_samples, run_entries=run)
     writer.write_environment(environment_rows(p, RUN_RUNNING))
     writer.write_cases(p.records, p.samples)
     return p, {(0, cid, proc) for cid, proc in done_keys}
 
 
-def _probe_device_only(stack: Stack, options: RunOptions) -> DeviceInfo:
-    with tempfile.TemporaryDirectory(prefix="imagebench-probe-") as tmp:
-        device, _ = probe(stack, options, Path(tmp) / "probe.log")
-    return device
+# Fingerprint keys that must not change between a run and its resumption: the stack and
+# the hardware it measures. Volatile facts (clocks, temperature, the command line) may,
+# and so may the host name (a container gets a new one each time it starts).
+RESUME_KEYS = (
+    ("torch", "version"), ("torch", "git_version"), ("cuda", "runtime"), ("cuda", "cudnn"), ("cuda", "nccl"),
+    ("driver", "version"), ("gpu", "count"), ("gpu0", "name"), ("cpu", "model"), ("python", "version"),
+)
+
+
+def _stack_changes(before: list[EnvironmentEntry], now: list[EnvironmentEntry]) -> list[str]:
+    """``section.key: old -> new`` for each ``RESUME_KEYS`` fact that differs."""
+    a = {(e.section, e.key): e.value for e in before}
+    b = {(e.section, e.key): e.value for e in now}
+    return [f"{s}.{k}: {a.get((s, k))!r} then, {b.get((s, k))!r} now" for s, k in RESUME_KEYS if a.get((s, k)) != b.get((s, k))]
 
 
 def finish(planned: list[Planned], status: str) -> None:
@@ -629,23 +809,29 @@ def execute(
     progress: bool = True,
     on_start: Callable[[list[Planned]], None] | None = None,
 ) -> list[Planned]:
-    """Run (or resume) and return what was recorded; raises ``Interrupted`` on a signal
-    after writing everything finished and marking the run interrupted."""
-    previous = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+    """Run (or resume) and return what was recorded.
+
+    On SIGINT or SIGTERM: stops the workers, records the case in flight as interrupted,
+    writes everything finished, marks the run interrupted and raises ``Interrupted``.
+    On any other error (a full disk, a stack that stops starting) the run is marked
+    interrupted too, as far as the disk allows, and the error propagates.
+    """
+    signals = (signal.SIGINT, signal.SIGTERM)
+    previous = {s: signal.getsignal(s) for s in signals}
 
     def on_signal(signum: int, frame: Any) -> None:
         raise Interrupted(signum)
 
-    for s in previous:
+    for s in signals:
         signal.signal(s, on_signal)
     planned: list[Planned] = []
     runner: Runner | None = None
     try:
         if resume is not None:
             p, done = resume_run(resume, options)
-            planned = [p]
+            planned.append(p)
         else:
-            planned = start_run(options)
+            start_run(options, planned)
             done = set()
         if on_start:
             on_start(planned)
@@ -653,11 +839,20 @@ def execute(
         runner.run(runner.tasks(done))
         finish(planned, RUN_COMPLETE)
         return planned
-    except Interrupted:
-        if runner is not None:
-            runner.record_interrupted()
-        finish(planned, RUN_INTERRUPTED)
-        raise
+    except BaseException as e:
+        # A second Ctrl-C must not cut the bookkeeping short: ignore signals until done.
+        for s in signals:
+            signal.signal(s, signal.SIG_IGN)
+        # Each step on its own: a disk too full for the cases may still take the status.
+        failures: list[ArchiveError] = []
+        for step in ((runner.record_interrupted,) if runner is not None else ()) + (lambda: finish(planned, RUN_INTERRUPTED),):
+            try:
+                step()
+            except ArchiveError as failure:
+                failures.append(failure)
+        if failures and isinstance(e, Interrupted):
+            raise failures[0] from e
+        raise  # after a failed write, that first error is the one that says why
     finally:
         for s, handler in previous.items():
             signal.signal(s, handler)

@@ -4,19 +4,38 @@ The parent (``collector/runner.py``) talks to it over stdin/stdout, one JSON obj
 line; stdout is reserved for that protocol (anything a workload prints goes to stderr).
 Commands: ``probe`` (device facts and the fingerprint), ``run`` (one case), ``exit``.
 Run as ``python -m collector.worker`` under the interpreter of the stack under test.
+
+On start the worker imports torch and answers ``ready`` before the first command, so a
+case's timeout never includes the import. It dies with its parent (Linux
+``PR_SET_PDEATHSIG``): a killed collector leaves no worker running a case. Fatal signals
+(segfault, abort) dump the Python stack to stderr through ``faulthandler``, and
+``SIGUSR1`` dumps it on request (the parent asks before killing a case that hangs), so
+the parent can record where a case died.
 """
 
 from __future__ import annotations
 
+import faulthandler
 import gc
 import json
+import math
 import os
+import re
+import signal
 import sys
 import time
 import traceback
 from typing import IO, Any
 
 PROTOCOL_PREFIX = "@@imagebench "
+PARENT_PID_ENV = "IMAGEBENCH_PARENT_PID"
+# Units whose values must be positive (times, memory, rates); the reader rejects a run
+# holding a zero or negative one, so a case that records one fails here instead.
+POSITIVE_UNITS = ("s", "bytes", "items/s")
+
+
+class InvalidSample(ValueError):
+    """A workload recorded a value the schema forbids (NaN, infinite, a non-positive time)."""
 
 
 def probe_device(request: str) -> dict[str, Any]:
@@ -68,66 +87,100 @@ def probe_device(request: str) -> dict[str, Any]:
 def run_case(message: dict[str, Any]) -> dict[str, Any]:
     """Run one case and return its case row and samples (never raises for case errors)."""
     from collector.context import Context, SkipCase
-    from collector.schema import STATUS_FAILED, STATUS_OK, STATUS_SKIPPED, metric
+    from collector.schema import STATUS_FAILED, STATUS_OK, STATUS_SKIPPED, TIMING_NONE
     from collector.timing import TimingPolicy
     from collector.workloads import DeviceInfo, get
 
-    info = DeviceInfo.from_json(message["device"])
-    workload = get(message["workload"])
-    params = message["params"]
-    ctx = Context(
-        info=info,
-        suite=message["suite"],
-        policy=TimingPolicy(**message["policy"]),
-        process=message["process"],
-        processes=message["processes"],
-        data_dir=message.get("data_dir"),
-    )
     started = time.time()
     t0 = time.perf_counter()
     status, error = STATUS_OK, None
+    ctx = None
+    samples: list[dict[str, Any]] = []
     try:
+        info = DeviceInfo.from_json(message["device"])
+        workload = get(message["workload"])
+        ctx = Context(
+            info=info,
+            suite=message["suite"],
+            policy=TimingPolicy(**message["policy"]),
+            process=message["process"],
+            processes=message["processes"],
+            data_dir=message.get("data_dir"),
+        )
         _seed(message.get("seed", 0))
-        workload.run(params, ctx)
-        if not ctx.recorded.samples:
+        workload.run(message["params"], ctx)
+        samples = _samples(ctx.recorded.samples)
+        if not samples:
             status, error = STATUS_FAILED, "the workload recorded no samples"
     except SkipCase as e:
         status, error = STATUS_SKIPPED, str(e)
+    except InvalidSample as e:
+        status, error = STATUS_FAILED, f"invalid sample: {e}"
+    except SystemExit as e:  # a workload must not end the worker; record it as a failure
+        status, error = STATUS_FAILED, f"the workload called sys.exit({e.code!r})"
     except Exception as e:  # one case's failure is recorded, never fatal to the run
         status, error = STATUS_FAILED, _describe_error(e)
     finally:
         _release_memory()
     duration = time.perf_counter() - t0
-    r = ctx.recorded
-    if r.notes:
-        error = "; ".join(([error] if error else []) + r.notes)
-    samples = []
-    counters: dict[str, int] = {}
-    if status == STATUS_OK:
-        for name, value, iterations in r.samples:
-            m = metric(name)
-            index = counters.get(name, 0)
-            counters[name] = index + 1
-            samples.append(dict(metric=name, unit=m.unit, better=m.better, index=index, value=value, iterations=iterations))
+    if status != STATUS_OK:
+        samples = []
+    r = ctx.recorded if ctx is not None else None
+    if r is not None and r.notes:
+        error = "; ".join(([error] if error else []) + [str(n) for n in r.notes])
     return {
         "status": status,
         "error": error,
-        "timing": r.timing,
+        "timing": r.timing if r is not None else TIMING_NONE,
         "started_at": started,
         "duration_s": duration,
-        "flops": r.flops,
-        "bytes": r.bytes,
-        "items": r.items,
-        "items_unit": r.items_unit,
+        "flops": _finite(r.flops) if r is not None else None,
+        "bytes": _finite(r.bytes) if r is not None else None,
+        "items": _finite(r.items) if r is not None else None,
+        "items_unit": r.items_unit if r is not None else None,
         "samples": samples,
     }
+
+
+def _samples(recorded: list[tuple[str, float, int]]) -> list[dict[str, Any]]:
+    """The recorded values as sample rows; raises ``InvalidSample`` for a value no reader accepts."""
+    from collector.schema import metric
+
+    samples = []
+    counters: dict[str, int] = {}
+    for name, value, iterations in recorded:
+        m = metric(name)
+        value, iterations = float(value), int(iterations)
+        if not math.isfinite(value):
+            raise InvalidSample(f"metric {name!r} recorded a non-finite value ({value})")
+        if m.unit in POSITIVE_UNITS and value <= 0:
+            raise InvalidSample(f"metric {name!r} recorded {value} {m.unit}, which must be positive")
+        if iterations < 1:
+            raise InvalidSample(f"metric {name!r} recorded a sample of {iterations} iterations")
+        index = counters.get(name, 0)
+        counters[name] = index + 1
+        samples.append(dict(metric=name, unit=m.unit, better=m.better, index=index, value=value, iterations=iterations))
+    return samples
+
+
+def _finite(value: Any) -> float | None:
+    try:
+        return float(value) if value is not None and math.isfinite(float(value)) else None
+    except (TypeError, ValueError):
+        return None
+
+
+_OOM_TEXT = re.compile(r"out of memory|not enough memory|can't allocate memory|cannot allocate memory|CUBLAS_STATUS_ALLOC_FAILED", re.I)
 
 
 def _describe_error(e: BaseException) -> str:
     name = type(e).__name__
     text = str(e).strip()
-    if "OutOfMemory" in name or "out of memory" in text.lower():
-        return f"out of memory: {text.splitlines()[0] if text else name}"
+    # torch.cuda.OutOfMemoryError, a CUDA "out of memory" RuntimeError, cuBLAS's failed
+    # allocation, torch's CPU allocator ("can't allocate memory"), or the host's
+    # MemoryError (whose text is often empty): all are recorded as "out of memory" first.
+    if isinstance(e, MemoryError) or "OutOfMemory" in name or _OOM_TEXT.search(text):
+        return f"out of memory: {name}: {text.splitlines()[0] if text else 'no message'}"
     tb = traceback.format_exception(type(e), e, e.__traceback__)
     return f"{name}: {text}\n{''.join(tb[-6:])}".strip()[:8000]
 
@@ -160,10 +213,15 @@ def serve(stdin: IO[str], proto: IO[str]) -> None:
         proto.write(PROTOCOL_PREFIX + json.dumps(obj) + "\n")
         proto.flush()
 
+    reply(_ready())
     for line in stdin:
         if not line.strip():
             continue
-        message = json.loads(line)
+        try:
+            message = json.loads(line)
+        except json.JSONDecodeError as e:
+            reply({"event": "error", "error": f"not a JSON command ({e})"})
+            continue
         cmd = message.get("cmd")
         if cmd == "exit":
             return
@@ -177,14 +235,50 @@ def serve(stdin: IO[str], proto: IO[str]) -> None:
             except Exception as e:
                 reply({"event": "error", "error": f"{type(e).__name__}: {e}"})
         elif cmd == "run":
-            reply({"event": "start", "case_id": message["case_id"]})
-            result = run_case(message)
-            reply({"event": "result", "case_id": message["case_id"], **result})
+            reply({"event": "start", "case_id": message.get("case_id")})
+            try:
+                result = run_case(message)
+            except Exception as e:  # a malformed command: still one answer per case
+                result = {"status": "failed", "error": f"the worker could not run the case: {_describe_error(e)}", "samples": []}
+            reply({"event": "result", "case_id": message.get("case_id"), **result})
         else:
             reply({"event": "error", "error": f"unknown command {cmd!r}"})
 
 
+def _ready() -> dict[str, Any]:
+    """Import torch now, so that no case's timeout pays for it; report failure as data."""
+    try:
+        import torch
+
+        return {"event": "ready", "pid": os.getpid(), "torch": torch.__version__}
+    except BaseException as e:  # a broken stack: the parent reports it once, clearly
+        return {"event": "ready", "pid": os.getpid(), "error": f"cannot import torch: {type(e).__name__}: {e}"}
+
+
+def _die_with_parent() -> None:
+    """Ask Linux to SIGKILL this worker when the collector that started it dies."""
+    parent = os.environ.get(PARENT_PID_ENV)
+    if not parent or not sys.platform.startswith("linux"):
+        return
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        PR_SET_PDEATHSIG = 1
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    except (OSError, AttributeError):
+        return
+    if str(os.getppid()) != parent:  # the parent died before prctl took effect
+        os._exit(1)
+
+
 def main() -> None:
+    _die_with_parent()
+    # Where a case dies of a signal, or hangs and is asked for its stack, the Python
+    # traceback goes to stderr, which the parent keeps and records with the case.
+    faulthandler.enable(file=sys.stderr, all_threads=True)
+    if hasattr(faulthandler, "register") and hasattr(signal, "SIGUSR1"):
+        faulthandler.register(signal.SIGUSR1, file=sys.stderr, all_threads=True)
     # Keep the protocol on a private copy of stdout; route fd 1 to stderr so that any
     # print from torch, a workload or a library cannot corrupt the protocol.
     proto = os.fdopen(os.dup(1), "w", buffering=1)
