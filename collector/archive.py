@@ -203,8 +203,17 @@ class RunWriter:
         self.write(CASES_FILE, cases)
 
 
+# No string the collector writes comes near this (error texts are cut at 8 kB); a larger
+# one is damage or an attack on whatever renders it.
+MAX_STRING_BYTES = 1 << 20
+
+
 def read_table(path: Path, kind: str) -> tuple[pa.Table, dict[str, str]]:
-    """Read and validate one run file; raises ``ArchiveError`` naming the file."""
+    """Read and validate one run file; raises ``ArchiveError`` naming the file.
+
+    Beyond ``collector.schema.validate_table``: every string must be valid UTF-8 (Arrow
+    reads Parquet strings unchecked) and at most ``MAX_STRING_BYTES`` long.
+    """
     try:
         table = pq.read_table(path)
     except FileNotFoundError as e:
@@ -212,11 +221,34 @@ def read_table(path: Path, kind: str) -> tuple[pa.Table, dict[str, str]]:
     except OSError as e:
         if e.errno in (errno.EACCES, errno.EPERM):
             raise ArchiveError(f"{path}: cannot read ({e.strerror})") from e
+        if e.errno == errno.EISDIR:
+            raise ArchiveError(f"{path}: is not a regular file (a folder is in its place)") from e
         raise ArchiveError(f"{path}: not a readable Parquet file ({e})") from e
     except Exception as e:  # pyarrow raises ArrowInvalid & co for corrupt files
         raise ArchiveError(f"{path}: not a readable Parquet file ({e})") from e
     try:
+        _check_strings(table, f"{path}: ")
         meta = validate_table(kind, table, where=str(path))
     except SchemaError as e:
         raise ArchiveError(str(e)) from e
+    except Exception as e:  # anything else a damaged file provokes is still one line
+        raise ArchiveError(f"{path}: cannot be validated ({type(e).__name__}: {e})") from e
     return table, meta
+
+
+def _check_strings(table: pa.Table, prefix: str) -> None:
+    import pyarrow.compute as pc
+
+    for field in table.schema:
+        if not (pa.types.is_string(field.type) or pa.types.is_large_string(field.type)):
+            continue
+        column = table.column(field.name)
+        try:
+            column.validate(full=True)
+        except pa.ArrowInvalid:
+            raise SchemaError(f"{prefix}column {field.name!r} holds text that is not valid UTF-8") from None
+        longest = pc.max(pc.binary_length(column)).as_py() if len(column) else None
+        if longest is not None and longest > MAX_STRING_BYTES:
+            raise SchemaError(
+                f"{prefix}column {field.name!r} holds a string of {longest:,} bytes; the limit is {MAX_STRING_BYTES:,}"
+            )
