@@ -79,8 +79,8 @@ def compare_command(
     the unit of replication.
     """
     archive = load_archive(runs_dir, strict=strict)
+    render_problems(archive, _console(stderr=True))  # first: they may be why a label is missing
     comparison = compare_labels(archive, baseline, candidate, noise=noise, single_band=single_band, correction=correction)
-    render_problems(archive, _console(stderr=True))
     if fmt == "table":
         render_comparison_table(comparison, _console())
     else:

@@ -22,6 +22,7 @@ import pyarrow.compute as pc
 from collector.archive import ArchiveError, read_table
 from collector.schema import (
     CASES_FILE,
+    METRICS,
     CASES_SCHEMA,
     ENVIRONMENT_FILE,
     ENVIRONMENT_SCHEMA,
@@ -160,6 +161,7 @@ class _RunTables:
     run_id: str
     path: Path
     tables: dict[str, pa.Table]
+    warnings: list[Problem] = field(default_factory=list)
 
 
 def load_archive(runs_dir: str | os.PathLike[str], strict: bool = False) -> Archive:
@@ -199,6 +201,7 @@ def load_archive(runs_dir: str | os.PathLike[str], strict: bool = False) -> Arch
     for run_id, copies in by_id.items():
         if len(copies) == 1:
             valid.append(copies[0])
+            problems += copies[0].warnings
             continue
         where = ", ".join(str(c.path) for c in copies)
         problems += [Problem(str(c.path), f"run id {run_id} is recorded {len(copies)} times ({where}); every copy skipped") for c in copies]
@@ -216,14 +219,36 @@ def _subfolders(folder: Path, problems: list[Problem]) -> list[Path]:
     except OSError as e:
         problems.append(Problem(str(folder), f"cannot list the folder ({e.strerror or e})"))
         return []
-    return [p for p in entries if not p.name.startswith(".") and p.is_dir()]
+    found = []
+    for p in entries:
+        if p.name.startswith("."):
+            continue
+        if p.is_symlink() and not p.exists():  # exists() is False for a loop too
+            problems.append(Problem(str(p), "a symlink that does not resolve (broken, or a loop)"))
+        elif p.is_dir():
+            if not _is_utf8(p.name):  # a label or run id must print and render as text
+                problems.append(Problem(os.fsencode(p).decode("utf-8", "backslashreplace"), "folder name is not valid UTF-8"))
+            else:
+                found.append(p)
+    return found
+
+
+def _is_utf8(name: str) -> bool:
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:  # undecodable bytes arrive as lone surrogates
+        return False
+    return True
 
 
 def _read_run(label: str, folder: Path) -> _RunTables | Problem:
     tables: dict[str, pa.Table] = {}
+    raw: dict[str, pa.Table] = {}
     for kind in RUN_FILES:
         path = folder / kind
         if not path.is_file():
+            if path.exists():
+                return Problem(str(path), "is not a regular file (a folder or something else is in its place)")
             return Problem(str(path), "file missing")
         try:
             table, meta = read_table(path, kind)
@@ -236,8 +261,51 @@ def _read_run(label: str, folder: Path) -> _RunTables | Problem:
             table = table.select(schema.names).cast(schema).replace_schema_metadata(None)
         except (pa.ArrowException, ValueError) as e:  # validated, so unexpected: still one line, not a crash
             return Problem(str(path), f"cannot convert to the schema ({e})")
+        raw[kind] = table
+    problem, warnings = _check_run(folder, raw)
+    if problem is not None:
+        return problem
+    for kind, table in raw.items():
         tables[kind] = _encode(table, _CATEGORICAL[kind])
-    return _RunTables(label, folder.name, folder, tables)
+    return _RunTables(label, folder.name, folder, tables, warnings)
+
+
+def _check_run(folder: Path, tables: dict[str, pa.Table]) -> tuple[Problem | None, list[Problem]]:
+    """Checks across a run's files: one row per attempt, metrics in their own units, samples
+    for every ``ok`` attempt. Returns the problem that skips the run, or None and warnings
+    (samples of attempts with no case row: left out by ``ok_samples``, the run is used)."""
+    cases, samples = tables[CASES_FILE], tables[SAMPLES_FILE]
+    cases_path, samples_path = str(folder / CASES_FILE), str(folder / SAMPLES_FILE)
+    keys = ["case_id", "process"]
+
+    def first(t: pa.Table) -> str:
+        row = t.sort_by([(k, "ascending") for k in keys]).slice(0, 1).to_pylist()[0]
+        return f"{row['case_id']!r} process {row['process']}"
+
+    attempts = cases.group_by(keys).aggregate([([], "count_all")])
+    repeated = attempts.filter(pc.greater(attempts["count_all"], 1))
+    if repeated.num_rows:
+        return Problem(cases_path, f"case {first(repeated)} has {repeated['count_all'][0].as_py()} rows; an attempt has one"), []
+    kinds = samples.group_by(["metric", "unit", "better"]).aggregate([]).to_pylist()
+    for k in sorted(kinds, key=lambda k: (k["metric"], k["unit"], k["better"])):
+        spec = METRICS[k["metric"]]
+        if k["unit"] != spec.unit:
+            return Problem(samples_path, f"metric {k['metric']!r} is recorded in {k['unit']!r}; its unit is {spec.unit!r}"), []
+        if k["better"] != spec.better:
+            return Problem(samples_path, f"metric {k['metric']!r} is marked better={k['better']!r}; it is {spec.better!r}"), []
+    sampled = samples.group_by(keys).aggregate([([], "count_all")])
+    ok = cases.filter(pc.equal(cases["status"], STATUS_OK)).select(keys)
+    unsampled = ok.join(sampled.select(keys), keys, join_type="left anti")
+    if unsampled.num_rows:
+        return Problem(samples_path, f"{unsampled.num_rows} attempt(s) recorded ok in cases.parquet but have no samples "
+                                     f"(first: {first(unsampled)})"), []
+    orphans = sampled.join(cases.select(keys), keys, join_type="left anti")
+    if not orphans.num_rows:
+        return None, []
+    n = pc.sum(orphans["count_all"]).as_py()
+    return None, [Problem(samples_path, f"{n} sample(s) of {orphans.num_rows} attempt(s) have no row in cases.parquet "
+                                        f"(first: {first(orphans)}); left out, the rest of the run is used (a run killed "
+                                        "between its two writes looks like this; collector run --resume repairs it)")]
 
 
 def _strip_prefix(message: str, path: str) -> str:
