@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 import shlex
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Mapping, Sequence
 
 import numpy as np
@@ -102,10 +102,16 @@ class Side:
     label: str
     runs: pd.DataFrame
     archive: Archive
+    _ok: pd.DataFrame | None = None
 
     @property
     def display(self) -> str:
         return self.selector
+
+    def ok_samples(self) -> pd.DataFrame:
+        if self._ok is None:
+            self._ok = self.archive.ok_samples()
+        return self._ok
 
 
 @dataclass
@@ -172,6 +178,8 @@ class ArticleBuilder:
         rows["family"] = [family_of(w, workloads) for w in rows["workload"]]
         self.rows = rows
         self._chart_count = 0
+        self._rates_by_family: dict[str, dict[str, dict[int, dict[str, Any]]]] = {}
+        self._drift = pd.DataFrame()
 
     # -- helpers ------------------------------------------------------------------------------
 
@@ -208,6 +216,7 @@ class ArticleBuilder:
     def build(self) -> dict[str, Any]:
         """The whole view the article template renders."""
         fp_b, fp_c = self._fingerprint(self.baseline), self._fingerprint(self.candidate)
+        self._drift = self._drift_rows()
         environment = self._environment(fp_b, fp_c)
         sections = self._sections()
         conclusion_number = 2 + len(sections)
@@ -328,7 +337,7 @@ class ArticleBuilder:
     def _sections(self) -> list[Section]:
         sections = []
         visible = self.rows[~self.rows["metric"].isin(HIDDEN_METRICS)]
-        drift = self._drift_rows()
+        drift = self._drift
         for number, (key, families) in enumerate(SECTIONS, start=2):
             if key == OTHER_FAMILY and not visible["family"].eq(OTHER_FAMILY).any():
                 continue
@@ -397,7 +406,10 @@ class ArticleBuilder:
         return out
 
     def _block(self, workload: str, rows: pd.DataFrame) -> Block:
-        rates = self._rates(self.rows.loc[self.rows["family"] == family_of(workload, self.workloads)])
+        family = family_of(workload, self.workloads)
+        if family not in self._rates_by_family:
+            self._rates_by_family[family] = self._rates(self.rows.loc[self.rows["family"] == family])
+        rates = self._rates_by_family[family]
         metrics = distinct(rows["metric"])
         has_rate = any(i in rates["baseline"] or i in rates["candidate"] for i in rows.index)
         columns = [self._col("case")]
@@ -435,7 +447,7 @@ class ArticleBuilder:
                            self._col("p95", "value", True), self._col("p99", "value", True), self._col("samples", right=True)])
         for r in rows[rows["metric"] == "latency"].itertuples():
             for side in (self.baseline, self.candidate):
-                s = side.archive.ok_samples()
+                s = side.ok_samples()
                 values = s.loc[(s["case_id"].astype(str) == r.case_id) & (s["metric"].astype(str) == "latency"), "value"]
                 q = compute_percentiles(values.to_numpy(np.float64))
                 table.rows.append([params_label(r.params) or r.case_id, side.display, (q[0], "s"), (q[1], "s"), (q[2], "s"),
@@ -488,7 +500,9 @@ class ArticleBuilder:
         """Informational metrics (better = none) both sides recorded: the medians of each side."""
         frames = []
         for side in (self.baseline, self.candidate):
-            s = compute_summaries(side.archive)
+            samples = side.archive.samples
+            informational = replace(side.archive, samples=samples[samples["better"] == "none"].reset_index(drop=True))
+            s = compute_summaries(informational)
             s = s[s["better"] == "none"][["case_id", "workload", "params", "metric", "unit", "median", "n_samples"]]
             frames.append(s.rename(columns={"median": f"{side.role}_value", "n_samples": f"{side.role}_n"}))
         merged = frames[0].merge(frames[1][["case_id", "metric", "candidate_value", "candidate_n"]], on=["case_id", "metric"])
@@ -543,7 +557,7 @@ class ArticleBuilder:
         units = min(self._method_units())
         if units < 3:
             advice.append({"key": "few_processes", "params": {"n": units}})
-        drift = self._drift_rows()
+        drift = self._drift
         if len(drift) and not np.allclose(drift["baseline_value"], drift["candidate_value"], rtol=0, atol=0):
             advice.append({"key": "drift", "params": {}})
         unmatched = [{"case": f"{case} · {self._metric_name(metric)}" if metric != "time" else case, "side": side}

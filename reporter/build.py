@@ -48,7 +48,7 @@ from reporter.pages import (
     methodology_view,
     reports_index_view,
     run_page,
-    run_view,
+    run_views,
     runs_index_view,
     trends_views,
 )
@@ -165,19 +165,18 @@ def build_site(
     pages.append(_Page("runs/index.md", "runs_index.md.j2", runs_index_view(archive, classes, t), site_lang))
     for label in archive.labels():
         pages.append(_Page(label_page(label), "runs_label.md.j2", label_view(archive, label, reports, t), site_lang))
-    for r in archive.runs.itertuples():
-        pages.append(_Page(run_page(str(r.label), str(r.run_id)), "run.md.j2",
-                           run_view(archive, str(r.label), str(r.run_id), t), site_lang))
-    trend_inputs = []
-    for cls in classes:
-        sub = restrict(archive, cls.run_ids)
-        neighbours = {}
-        for before, after in zip(cls.labels, cls.labels[1:]):
-            try:
-                neighbours[(before, after)] = compare(ComparisonSpec(before, after, run_ids=cls.run_ids))
-            except ReporterError:
-                continue
-        trend_inputs.append(TrendInput(cls, compute_summaries(sub), neighbours))
+    for (label, run_id), view in run_views(archive, t).items():
+        pages.append(_Page(run_page(label, run_id), "run.md.j2", view, site_lang))
+    # Trends flag changes between neighbours in version order: the default comparisons
+    # (already computed when no config file chose others).
+    neighbours: dict[str, dict[tuple[str, str], Comparison]] = {}
+    for spec in default_comparisons(classes, archive):
+        try:
+            neighbours.setdefault(spec.device or "", {})[(spec.baseline, spec.candidate)] = compare(spec)
+        except ReporterError:
+            continue
+    trend_inputs = [TrendInput(cls, compute_summaries(restrict(archive, cls.run_ids)), neighbours.get(cls.name, {}))
+                    for cls in classes]
     trends_index, trend_families = trends_views(trend_inputs, workloads, t, [0])
     pages.append(_Page("trends/index.md", "trends_index.md.j2", trends_index, site_lang))
     for family, view in trend_families.items():

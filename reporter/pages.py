@@ -121,9 +121,21 @@ def label_view(archive: Archive, label: str, reports: Sequence[dict[str, Any]], 
     }
 
 
-def run_view(archive: Archive, label: str, run_id: str, t: Messages) -> dict[str, Any]:
-    runs = archive.runs
-    row = runs[runs["run_id"].astype(str) == run_id].iloc[0]
+def run_views(archive: Archive, t: Messages) -> dict[tuple[str, str], dict[str, Any]]:
+    """The view of every run's page, by (label, run_id)."""
+    cases = {str(k): g for k, g in archive.cases.groupby("run_id", observed=True, sort=False)}
+    env = {str(k): g for k, g in archive.environment.groupby("run_id", observed=True, sort=False)}
+    empty_cases, empty_env = archive.cases.iloc[0:0], archive.environment.iloc[0:0]
+    out = {}
+    for _, row in archive.runs.iterrows():
+        label, run_id = str(row["label"]), str(row["run_id"])
+        out[(label, run_id)] = run_view(row, cases.get(run_id, empty_cases), env.get(run_id, empty_env), t)
+    return out
+
+
+def run_view(row: pd.Series, cases: pd.DataFrame, env: pd.DataFrame, t: Messages) -> dict[str, Any]:
+    """One run's page: its summary, raw files, every attempt (failures first) and its fingerprint."""
+    label, run_id = str(row["label"]), str(row["run_id"])
     summary = TableView([_col(t, "item"), _col(t, "value")])
     for key in ("label", "run_id", "status", "started_at", "finished_at", "suite", "device_type", "device_name", "hostname",
                 "image", "torch", "cuda", "cudnn", "driver"):
@@ -133,7 +145,7 @@ def run_view(archive: Archive, label: str, run_id: str, t: Messages) -> dict[str
         summary.rows.append([t(f"run.field.{key}"), None if value is None or (isinstance(value, float) and value != value) else str(value)])
     files = TableView([_col(t, "file", "link"), _col(t, "what")])
     files.rows = [[Link(name, name), t(f"run.file.{name.split('.')[0]}")] for name in RAW_FILES]
-    cases = archive.cases[archive.cases["run_id"].astype(str) == run_id].sort_values(["case_id", "process"], kind="stable")
+    cases = cases.sort_values(["case_id", "process"], kind="stable")
     table = TableView([_col(t, "case"), _col(t, "process", right=True), _col(t, "status"), _col(t, "timing"),
                        _col(t, "duration", "value", True)])
     failures = TableView([_col(t, "case"), _col(t, "process", right=True), _col(t, "status"), _col(t, "error")])
@@ -143,7 +155,6 @@ def run_view(archive: Archive, label: str, run_id: str, t: Messages) -> dict[str
         if c.status != "ok":
             failures.rows.append([c.case_id, str(c.process), c.status,
                                   c.error if isinstance(c.error, str) and c.error else None])
-    env = archive.environment[archive.environment["run_id"].astype(str) == run_id]
     fingerprint = []
     for section, group in env.groupby(env["section"].astype(str), sort=False):
         kv = TableView([_col(t, "key"), _col(t, "value")])
