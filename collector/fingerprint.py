@@ -34,6 +34,10 @@ ENV_NAMES = ("LD_LIBRARY_PATH", "LD_PRELOAD", "HTTP_PROXY", "HTTPS_PROXY", "NO_P
 # Names that suggest a secret: never recorded, whatever the prefix.
 SECRET_NAME = re.compile(r"TOKEN|SECRET|KEY|PASSWORD|PASSWD|CREDENTIAL|AUTH|COOKIE|SESSION", re.I)
 URL_CREDENTIALS = re.compile(r"(?P<scheme>[a-zA-Z][a-zA-Z0-9+.-]*://)(?P<user>[^:/@\s]*):(?P<password>[^@/\s]*)@")
+# A URL query parameter that carries a secret: ?token=..., &api_key=..., &sig=...
+URL_QUERY_SECRET = re.compile(r"(?P<name>[?&;][^=&;#\s]*(?:token|key|secret|passw|auth|sig|credential)[^=&;#\s]*=)[^&;#\s]*", re.I)
+# Device ids are long and random-looking but not secrets: GPU-<uuid>, MIG-<uuid> (or MIG-GPU-<uuid>/1/0).
+DEVICE_UUID = re.compile(r"(?:MIG-)?(?:GPU-)?[0-9a-fA-F]{8}(?:-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}(?:/\d+/\d+)?")
 REDACTED = "[redacted]"
 
 PACKAGES = (
@@ -48,6 +52,8 @@ def looks_like_credential(value: str) -> bool:
     """True for values that look like secrets: long, high-entropy, no spaces or paths."""
     if len(value) < 24 or value.startswith(("/", ".", "~")):
         return False  # short, or a path
+    if value.startswith(("GPU-", "MIG-")) and DEVICE_UUID.fullmatch(value):
+        return False  # which GPU a run used is part of its record
     if not re.fullmatch(r"[A-Za-z0-9+/=_\-.]+", value):
         return False
     counts = Counter(value)
@@ -61,6 +67,7 @@ def looks_like_credential(value: str) -> bool:
 def redact_value(value: str) -> str:
     """``value`` with URL passwords and credential-looking parts replaced by ``[redacted]``."""
     value = URL_CREDENTIALS.sub(lambda m: f"{m['scheme']}{m['user']}:{REDACTED}@", value)
+    value = URL_QUERY_SECRET.sub(lambda m: f"{m['name']}{REDACTED}", value)
     parts = re.split(r"([,;:\s])", value)
     return "".join(REDACTED if looks_like_credential(p) else p for p in parts)
 

@@ -62,3 +62,20 @@ def test_fingerprint_never_records_a_secret_from_the_real_environment(monkeypatc
     entries = fp.collect_fingerprint(argv=["collector"])
     text = repr([e.__dict__ for e in entries])
     assert "SuperSecretValue" not in text and "nope" not in text and "hunter2" not in text
+
+
+def test_device_ids_are_kept_and_url_query_secrets_are_redacted():
+    environ = {
+        "CUDA_VISIBLE_DEVICES": "GPU-8f4c2d3e-1a2b-3c4d-5e6f-7a8b9c0d1e2f,GPU-0a1b2c3d-4e5f-6a7b-8c9d-0e1f2a3b4c5d",
+        "NVIDIA_VISIBLE_DEVICES": "MIG-GPU-8f4c2d3e-1a2b-3c4d-5e6f-7a8b9c0d1e2f/1/0",
+        "TORCH_HUB_URL": "https://hub.example/models?version=2&access_token=abc123&sig=Zz9",
+        "HTTP_PROXY": "http://bob:hunter2@10.0.0.1:8080/?apikey=short",
+        "TORCH_EXTRA": "GPU-notauuid-A1b2C3d4E5f6G7h8I9j0K1l2M3n4",  # a GPU- prefix does not excuse a token
+    }
+    names = dict(fp.collect_environment_variables(environ))
+    assert names["CUDA_VISIBLE_DEVICES"] == environ["CUDA_VISIBLE_DEVICES"]
+    assert names["NVIDIA_VISIBLE_DEVICES"] == environ["NVIDIA_VISIBLE_DEVICES"]
+    assert names["TORCH_HUB_URL"] == "https://hub.example/models?version=2&access_token=[redacted]&sig=[redacted]"
+    assert names["HTTP_PROXY"] == "http://bob:[redacted]@10.0.0.1:8080/?apikey=[redacted]"
+    assert "hunter2" not in repr(names) and "abc123" not in repr(names)
+    assert "A1b2C3d4E5f6G7h8I9j0K1l2M3n4" not in names["TORCH_EXTRA"]
