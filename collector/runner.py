@@ -3,8 +3,14 @@
 The parent never imports torch. It starts one worker process per (stack, process index)
 under the stack's interpreter, sends it cases one at a time and writes each finished
 case to the run folder at once. A worker that crashes or hangs costs one case (recorded
-as ``failed`` or ``timeout``); the next case gets a fresh worker. Workers run one at a
-time, so each has the machine to itself.
+as ``failed`` or ``timeout``, with the signal and the worker's last output, its Python
+stack included); the next case gets a fresh worker. Workers run one at a time, so each
+has the machine to itself, and die with the parent.
+
+SIGINT or SIGTERM kills the worker in flight, records its case as ``interrupted``,
+writes what finished and marks the run interrupted (``execute`` raises ``Interrupted``;
+the CLI exits 130 or 143). After SIGKILL the folder holds every finished case (each
+write is atomic). ``--resume`` runs what is missing under the same run id.
 """
 
 from __future__ import annotations
@@ -180,7 +186,10 @@ class Worker:
 
     def wait_ready(self, timeout: float) -> None:
         """Wait for the worker's ``ready`` (torch imported); raise ``WorkerDied`` if it cannot."""
-        reply = self.receive(timeout)
+        try:
+            reply = self.receive(timeout)
+        except WorkerTimeout:
+            raise WorkerDied(f"worker did not start within {timeout:g} s (importing torch)") from None
         if reply.get("event") != "ready":
             raise WorkerDied(f"worker sent {reply.get('event')!r} before it was ready")
         if reply.get("error"):

@@ -27,6 +27,8 @@ ROOT = Path(__file__).resolve().parent.parent
 GATE_ENV = "IMAGEBENCH_TEST_GATE"
 MATMUL = "matmul[dtype=fp32,n=64]"  # the smallest real case of the smoke suite
 
+pytestmark = pytest.mark.slow
+
 
 def collector_env(**extra: str) -> dict[str, str]:
     env = dict(os.environ)
