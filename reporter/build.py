@@ -27,7 +27,7 @@ import click
 from markupsafe import Markup
 
 from reporter.article import ArticleBuilder
-from reporter.charts import render_svgs, uniquify_ids
+from reporter.charts import render_svgs
 from reporter.compare import Comparison, compare_labels, compute_summaries
 from reporter.config import (
     DEFAULT_CONFIG,
@@ -185,9 +185,15 @@ def build_site(
     timings["views"] = time.perf_counter() - t2
 
     t3 = time.perf_counter()
-    charts = [c for p in pages for c in _charts_of(p.view)]
-    for chart, svg in zip(charts, render_svgs([c.spec for c in charts], workers=chart_workers)):
-        chart.svg = Markup(uniquify_ids(svg, chart.ident))
+    # Each chart is an SVG file beside its page (charts/<page>-<id>.svg), shown as an image:
+    # Markdown and the search index then never parse the SVG's thousands of elements.
+    charts: list[tuple[str, ChartView]] = []
+    for p in pages:
+        folder, _, name = p.path.rpartition("/")
+        for c in _charts_of(p.view):
+            c.href = f"charts/{name.removesuffix('.md')}-{c.ident}.svg"
+            charts.append((f"{folder}/{c.href}" if folder else c.href, c))
+    svgs = render_svgs([c.spec for _, c in charts], workers=chart_workers)
     timings["charts"] = time.perf_counter() - t3
 
     t4 = time.perf_counter()
@@ -204,6 +210,10 @@ def build_site(
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(text, encoding="utf-8")
         written.append(p.path)
+    for (path, _), svg in zip(charts, svgs):
+        target = site / path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(svg, encoding="utf-8")
     for asset in sorted(ASSETS_DIR.iterdir()):
         shutil.copyfile(asset, site / "imagebench" / asset.name)
     for r in archive.runs.itertuples():

@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import re
 from concurrent.futures import ProcessPoolExecutor
 from functools import lru_cache
 from typing import Any, Mapping, Sequence
@@ -138,11 +137,10 @@ def _short(text: str, limit: int = LABEL_CHARS) -> str:
 
 
 def render_svg(spec: Mapping[str, Any]) -> str:
-    """One Vega-Lite specification as an SVG document (one line, no XML prolog)."""
+    """One Vega-Lite specification as a standalone SVG document."""
     import vl_convert as vlc
 
-    svg = vlc.vegalite_to_svg(dict(spec))
-    return re.sub(r"\s*\n\s*", " ", svg).strip()
+    return vlc.vegalite_to_svg(dict(spec))
 
 
 def render_svgs(specs: Sequence[Mapping[str, Any]], workers: int | None = None) -> list[str]:
@@ -155,15 +153,3 @@ def render_svgs(specs: Sequence[Mapping[str, Any]], workers: int | None = None) 
     chunk = max(1, len(specs) // (workers * 4))
     with ProcessPoolExecutor(max_workers=workers) as pool:
         return list(pool.map(render_svg, specs, chunksize=chunk))
-
-
-def uniquify_ids(svg: str, prefix: str) -> str:
-    """Prefix the ids an SVG defines (clip paths, gradients) so that several SVGs can share a page."""
-    ids = set(re.findall(r'\bid="([^"]+)"', svg))
-    if not ids:
-        return svg
-    for ident in sorted(ids, key=len, reverse=True):
-        new = f"{prefix}-{ident}"
-        svg = svg.replace(f'id="{ident}"', f'id="{new}"').replace(f"url(#{ident})", f"url(#{new})")
-        svg = svg.replace(f'href="#{ident}"', f'href="#{new}"')
-    return svg

@@ -40,13 +40,17 @@ class TableView:
 
 @dataclass
 class ChartView:
-    """A chart: its title, its Vega-Lite specification, its SVG once rendered, its data as a table."""
+    """A chart: its title, its Vega-Lite specification, its data as a table, and where its SVG goes.
+
+    ``href`` (the SVG file, relative to the page that shows it) is set by the build
+    once it knows the page.
+    """
 
     title: str
     spec: dict[str, Any]
     table: TableView
     ident: str
-    svg: Markup | None = None
+    href: str | None = None
 
 
 @dataclass(frozen=True)
