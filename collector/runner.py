@@ -565,6 +565,8 @@ class Runner:
             while reply.get("event") != "result":
                 reply = worker.receive(max(0.0, timeout - (time.perf_counter() - t0)))
             result = reply
+            if result.get("restart"):  # a sticky CUDA error: the next case gets a fresh process
+                self.workers.pop(key).close()
         except WorkerTimeout:
             worker = self.workers.pop(key)
             stack = worker.dump_stack()

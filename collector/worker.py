@@ -94,6 +94,7 @@ def run_case(message: dict[str, Any]) -> dict[str, Any]:
     started = time.time()
     t0 = time.perf_counter()
     status, error = STATUS_OK, None
+    restart = False
     ctx = None
     samples: list[dict[str, Any]] = []
     try:
@@ -120,6 +121,7 @@ def run_case(message: dict[str, Any]) -> dict[str, Any]:
         status, error = STATUS_FAILED, f"the workload called sys.exit({e.code!r})"
     except Exception as e:  # one case's failure is recorded, never fatal to the run
         status, error = STATUS_FAILED, _describe_error(e)
+        restart = _poisons_the_process(e)
     finally:
         _release_memory()
     duration = time.perf_counter() - t0
@@ -139,7 +141,20 @@ def run_case(message: dict[str, Any]) -> dict[str, Any]:
         "items": _finite(r.items) if r is not None else None,
         "items_unit": r.items_unit if r is not None else None,
         "samples": samples,
+        "restart": restart,
     }
+
+
+# A CUDA error other than out-of-memory is sticky: the process's CUDA context stays broken
+# and every later case in it would fail. The parent replaces a worker that met one.
+_STICKY_TEXT = re.compile(r"CUDA error|cudaError|device-side assert|illegal memory access|CUBLAS_STATUS|CUDNN_STATUS|NCCL error")
+
+
+def _poisons_the_process(e: BaseException) -> bool:
+    name = type(e).__name__
+    if "OutOfMemory" in name:
+        return False
+    return "AcceleratorError" in name or bool(_STICKY_TEXT.search(str(e)))
 
 
 def _samples(recorded: list[tuple[str, float, int]]) -> list[dict[str, Any]]:

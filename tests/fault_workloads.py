@@ -67,6 +67,21 @@ def run_oom(params: Mapping[str, Any], ctx: Any) -> None:
         )
 
 
+_POISONED = False  # this worker process met a (simulated) sticky CUDA error
+
+
+def run_cuda_error(params: Mapping[str, Any], ctx: Any) -> None:
+    global _POISONED
+    _POISONED = True
+    raise RuntimeError("CUDA error: an illegal memory access was encountered\nCUDA kernel errors might be asynchronously reported")
+
+
+def run_after_cuda_error(params: Mapping[str, Any], ctx: Any) -> None:
+    if _POISONED:
+        raise RuntimeError("this worker process was reused after a CUDA error")
+    _record_a_time(ctx)
+
+
 def run_exit(params: Mapping[str, Any], ctx: Any) -> None:
     raise SystemExit(3)
 
@@ -116,6 +131,8 @@ WORKLOADS = [
     _workload("fault_abort", run_abort, _cases({})),
     _workload("fault_hang", run_hang, _cases({}), timeout_s=4.0),
     _workload("fault_oom", run_oom, _cases({"kind": "host"}, {"kind": "torch_cpu"}, {"kind": "cuda"})),
+    _workload("fault_cuda_error", run_cuda_error, _cases({})),
+    _workload("fault_after_cuda_error", run_after_cuda_error, _cases({})),
     _workload("fault_exit", run_exit, _cases({})),
     _workload("fault_bad_value", run_bad_value, _cases({"value": "nan"}, {"value": "0"})),
     _workload("fault_ok", run_ok, _cases({"i": 0}, {"i": 1})),

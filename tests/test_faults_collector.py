@@ -118,7 +118,8 @@ def workers_of(pid: int) -> list[int]:
 
 def test_crashes_hangs_and_out_of_memory_cost_one_case_each(tmp_path):
     out = tmp_path / "runs"
-    only = ["fault_segfault", "fault_abort", "fault_hang", "fault_oom", "fault_exit", "fault_bad_value", "fault_ok"]
+    only = ["fault_segfault", "fault_abort", "fault_hang", "fault_oom", "fault_cuda_error", "fault_after_cuda_error",
+            "fault_exit", "fault_bad_value", "fault_ok"]
     args = ["--suite", "smoke", "--processes", "1", "--label", "faults", "--out", str(out)]
     for pattern in only:
         args += ["--only", pattern]
@@ -129,7 +130,7 @@ def test_crashes_hangs_and_out_of_memory_cost_one_case_each(tmp_path):
     env, cases, samples = read_run(folder)
     assert env[("run", "status")] == "complete"
     by_id = {c["case_id"]: c for c in cases}
-    assert len(by_id) == len(cases) == 12, sorted(by_id)
+    assert len(by_id) == len(cases) == 14, sorted(by_id)
 
     for how in ("ctypes", "kill"):
         c = by_id[f"fault_segfault[how={how}]"]
@@ -152,6 +153,11 @@ def test_crashes_hangs_and_out_of_memory_cost_one_case_each(tmp_path):
         assert c["error"].startswith("out of memory: "), c["error"]
         assert text in c["error"]
 
+    # a sticky CUDA error fails its case, and the next case runs in a fresh process
+    c = by_id["fault_cuda_error"]
+    assert c["status"] == "failed" and c["error"].startswith("RuntimeError: CUDA error: an illegal memory access")
+    assert by_id["fault_after_cuda_error"]["status"] == "ok", by_id["fault_after_cuda_error"]["error"]
+
     assert by_id["fault_exit"]["status"] == "failed"
     assert by_id["fault_exit"]["error"] == "the workload called sys.exit(3)"
     assert by_id["fault_bad_value[value=nan]"]["error"] == "invalid sample: metric 'time' recorded a non-finite value (nan)"
@@ -161,11 +167,11 @@ def test_crashes_hangs_and_out_of_memory_cost_one_case_each(tmp_path):
     ok = [by_id["fault_ok[i=0]"], by_id["fault_ok[i=1]"]]
     assert all(c["status"] == "ok" and c["error"] is None for c in ok)
     assert min(c["started_at"] for c in ok) > max(c["started_at"] for c in cases if c["status"] != "ok")
-    assert {x["case_id"] for x in samples} == {"fault_ok[i=0]", "fault_ok[i=1]"}
+    assert {x["case_id"] for x in samples} == {"fault_ok[i=0]", "fault_ok[i=1]", "fault_after_cuda_error"}
     # and the reporter reads the whole run without a problem
     archive = load_archive(out)
     assert archive.problems == []
-    assert archive.runs.iloc[0][["cases_ok", "cases_failed", "cases_total"]].tolist() == [2, 10, 12]
+    assert archive.runs.iloc[0][["cases_ok", "cases_failed", "cases_total"]].tolist() == [3, 11, 14]
 
 
 # -- SIGKILL, then --resume -----------------------------------------------------------------
