@@ -82,6 +82,22 @@ def run_after_cuda_error(params: Mapping[str, Any], ctx: Any) -> None:
     _record_a_time(ctx)
 
 
+def run_gpu(params: Mapping[str, Any], ctx: Any) -> None:
+    """Real CUDA faults, for a run on a GPU machine (skipped on a CPU)."""
+    if not ctx.info.is_cuda:
+        ctx.skip("needs a GPU")
+    torch = ctx.torch
+    if params["kind"] == "oom":
+        torch.empty(1 << 46, dtype=torch.uint8, device="cuda")  # 64 TiB
+    elif params["kind"] == "assert":  # an out-of-bounds index: a device-side assert, sticky
+        x = torch.zeros(16, device="cuda")
+        x[torch.tensor([1 << 30], device="cuda")] = 1.0
+        torch.cuda.synchronize()
+    else:  # a real kernel, after the faults, in whatever process the runner gives it
+        a = torch.randn(256, 256, device="cuda")
+        ctx.time(lambda: a @ a)
+
+
 def run_exit(params: Mapping[str, Any], ctx: Any) -> None:
     raise SystemExit(3)
 
@@ -133,6 +149,7 @@ WORKLOADS = [
     _workload("fault_oom", run_oom, _cases({"kind": "host"}, {"kind": "torch_cpu"}, {"kind": "cuda"})),
     _workload("fault_cuda_error", run_cuda_error, _cases({})),
     _workload("fault_after_cuda_error", run_after_cuda_error, _cases({})),
+    _workload("fault_gpu", run_gpu, _cases({"kind": "oom"}, {"kind": "assert"}, {"kind": "ok"})),
     _workload("fault_exit", run_exit, _cases({})),
     _workload("fault_bad_value", run_bad_value, _cases({"value": "nan"}, {"value": "0"})),
     _workload("fault_ok", run_ok, _cases({"i": 0}, {"i": 1})),

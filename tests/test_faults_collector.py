@@ -346,3 +346,25 @@ def test_resume_refuses_what_it_cannot_resume(tmp_path):
     rc, _, stderr = finish(collector("--resume", str(tmp_path / "nope"), env=env), timeout=120)
     assert rc == 2 and "is not a run folder" in stderr
     assert "Traceback" not in stderr
+
+
+def _has_gpu() -> bool:
+    import torch
+
+    return torch.cuda.is_available()
+
+
+@pytest.mark.skipif(not _has_gpu(), reason="real CUDA faults need a GPU; the CPU tests above simulate them")
+def test_real_cuda_out_of_memory_and_device_assert_on_a_gpu(tmp_path):
+    """A 64 TiB allocation and an out-of-bounds index (a sticky device-side assert), then a
+    real kernel: each process goes on, and the kernel after the assert runs in a fresh one."""
+    out = tmp_path / "runs"
+    rc, stdout, stderr = finish(collector("--suite", "smoke", "--only", "fault_gpu", "--processes", "2",
+                                          "--label", "gpu", "--out", str(out), env=collector_env()))
+    assert rc == 0, stderr
+    _, cases, _ = read_run(run_folder(out))
+    by = {(c["case_id"], c["process"]): c for c in cases}
+    for p in (0, 1):
+        assert by[("fault_gpu[kind=oom]", p)]["error"].startswith("out of memory: ")
+        assert by[("fault_gpu[kind=assert]", p)]["status"] == "failed"
+        assert by[("fault_gpu[kind=ok]", p)]["status"] == "ok", by[("fault_gpu[kind=ok]", p)]["error"]
