@@ -46,6 +46,7 @@ from collector.schema import (
     STATUS_INTERRUPTED,
     STATUS_OK,
     STATUS_TIMEOUT,
+    STATUSES,
     TIMING_NONE,
     TIMINGS,
     CaseRecord,
@@ -566,7 +567,7 @@ class Runner:
                 reply = worker.receive(max(0.0, timeout - (time.perf_counter() - t0)))
             result = reply
             if result.get("restart"):  # a sticky CUDA error: the next case gets a fresh process
-                self.workers.pop(key).close()
+                self.workers.pop(key).kill()  # idle, and its CUDA teardown may hang
         except WorkerTimeout:
             worker = self.workers.pop(key)
             stack = worker.dump_stack()
@@ -597,9 +598,15 @@ class Runner:
         """Keep one attempt's result and write the run's tables (the attempt is then done)."""
         planned = self.planned[task.stack_index]
         case = task.case
-        samples = [SampleRecord(case_id=case.case_id, process=task.process, **s) for s in result.get("samples", [])]
-        status, error = result["status"], _clean_text(result.get("error"))
-        problem = _invalid_samples(samples, planned.writer)
+        status, error = result.get("status"), _clean_text(result.get("error"))
+        try:
+            samples = [SampleRecord(case_id=case.case_id, process=task.process, **s) for s in result.get("samples") or []]
+            problem = _invalid_samples(samples, planned.writer)
+        except TypeError as e:  # a malformed answer from the worker
+            samples, problem = [], f"malformed samples ({e})"
+        if status not in STATUSES:
+            status, samples = STATUS_FAILED, []
+            error = "; ".join(e for e in (error, f"the worker answered an unknown status {result.get('status')!r}") if e)
         if problem:
             status, samples = STATUS_FAILED, []
             error = "; ".join(e for e in (error, f"the worker returned samples no reader accepts: {problem}") if e)
