@@ -195,7 +195,7 @@ class ArticleBuilder:
         key = f"metric.{metric}"
         return self.t.plain(key) if self.t.has(key) else metric
 
-    def _chart(self, title: str, spec: dict[str, Any], table: TableView) -> ChartView:
+    def _chart(self, title: str, spec: dict[str, Any], table: TableView | None) -> ChartView:
         self._chart_count += 1
         return ChartView(title=title, spec=spec, table=table, ident=f"c{self._chart_count}")
 
@@ -371,10 +371,8 @@ class ArticleBuilder:
         verdict_names = {v: self.t.plain(f"verdict.{k}") for v, k in (
             ("better", "better"), ("worse", "worse"), ("no significant difference", "same"), ("inconclusive", "inconclusive"))}
         spec = chart_ratios(points, x_title=self.t.plain("chart.ratio_axis"), verdict_names=verdict_names)
-        table = TableView([self._col("case"), self._col("ratio", "ratio", True), self._col("ci", "ci", True),
-                           self._col("verdict", "verdict")])
-        table.rows = [[p["case"], p["ratio"], (p["ci_low"], p["ci_high"]), p["verdict"]] for p in points]
-        return self._chart(self.t.plain("chart.ratio_title", section=self.t.plain(f"section.{key}.title")), spec, table)
+        # Its data (ratio, CI, verdict per case) are the section's tables right below it.
+        return self._chart(self.t.plain("chart.ratio_title", section=self.t.plain(f"section.{key}.title")), spec, None)
 
     def _rates(self, rows: pd.DataFrame) -> dict[str, dict[int, dict[str, Any]]]:
         """Per side and row: TFLOP/s, GB/s or items/s from the work per iteration, with % of the side's peak."""

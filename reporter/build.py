@@ -27,7 +27,7 @@ import click
 from markupsafe import Markup
 
 from reporter.article import ArticleBuilder
-from reporter.charts import render_svgs
+from reporter.charts import ChartRenderer, render_svgs
 from reporter.compare import Comparison, compare_labels, compute_summaries
 from reporter.config import (
     DEFAULT_CONFIG,
@@ -136,65 +136,75 @@ def build_site(
     build_command = f"reporter build --runs {_shown_path(runs_dir)}" + (f" --config {_shown_path(config_path)}" if explicit else "")
     run_pages = {(str(r.label), str(r.run_id)): run_page(str(r.label), str(r.run_id)) for r in archive.runs.itertuples()}
     pages: list[_Page] = []
-    reports: list[dict[str, Any]] = []
-    skipped: list[str] = []
-    for spec in specs:
-        try:
-            comparison = compare(spec)
-        except ReporterError as e:
-            skipped.append(f"{spec.baseline} → {spec.candidate}: {e}")
-            say(f"warning: no report for {spec.baseline} -> {spec.candidate}: {e}")
-            continue
-        article_lang = spec.lang or site_lang
-        page = f"reports/{spec.slug}.md"
-        view = ArticleBuilder(
-            spec=spec, archive=restrict(archive, spec.run_ids), comparison=comparison, workloads=workloads,
-            t=_messages(article_lang), page=page, run_pages=run_pages, build_command=build_command,
-        ).build()
-        pages.append(_Page(page, "article.md.j2", view, article_lang))
-        reports.append({"title": view["title"], "page": page, "baseline": spec.baseline, "candidate": spec.candidate,
-                        "device": view["device"], "comparison": comparison})
-    timings["compare"] = time.perf_counter() - t1
+    # Each chart is an SVG file beside its page (charts/<page>-<id>.svg), shown as an image
+    # (Markdown and the search index then never parse an SVG's thousands of elements).
+    # Charts render in other processes while the remaining pages are computed.
+    renderer = ChartRenderer(chart_workers, render=render_svgs)
+    chart_files: list[str] = []
 
-    t2 = time.perf_counter()
-    t = _messages(site_lang)
-    pages.append(_Page("reports/index.md", "reports_index.md.j2",
+    def add_page(page: _Page) -> None:
+        pages.append(page)
+        folder, _, name = page.path.rpartition("/")
+        charts = _charts_of(page.view)
+        for c in charts:
+            c.href = f"charts/{name.removesuffix('.md')}-{c.ident}.svg"
+            chart_files.append(f"{folder}/{c.href}" if folder else c.href)
+        renderer.submit([c.spec for c in charts])
+
+    try:
+        reports: list[dict[str, Any]] = []
+        skipped: list[str] = []
+        for spec in specs:
+            try:
+                comparison = compare(spec)
+            except ReporterError as e:
+                skipped.append(f"{spec.baseline} → {spec.candidate}: {e}")
+                say(f"warning: no report for {spec.baseline} -> {spec.candidate}: {e}")
+                continue
+            article_lang = spec.lang or site_lang
+            page = f"reports/{spec.slug}.md"
+            view = ArticleBuilder(
+                spec=spec, archive=restrict(archive, spec.run_ids), comparison=comparison, workloads=workloads,
+                t=_messages(article_lang), page=page, run_pages=run_pages, build_command=build_command,
+            ).build()
+            add_page(_Page(page, "article.md.j2", view, article_lang))
+            reports.append({"title": view["title"], "page": page, "baseline": spec.baseline, "candidate": spec.candidate,
+                            "device": view["device"], "comparison": comparison})
+        timings["compare"] = time.perf_counter() - t1
+
+        t2 = time.perf_counter()
+        t = _messages(site_lang)
+        add_page(_Page("reports/index.md", "reports_index.md.j2",
                        reports_index_view(reports, archive=archive, chosen_by=chosen_by,
                                           config_name=config.source.name if config.source else None,
                                           skipped=skipped, t=t), site_lang))
-    pages.append(_Page("runs/index.md", "runs_index.md.j2", runs_index_view(archive, classes, t), site_lang))
-    for label in archive.labels():
-        pages.append(_Page(label_page(label), "runs_label.md.j2", label_view(archive, label, reports, t), site_lang))
-    for (label, run_id), view in run_views(archive, t).items():
-        pages.append(_Page(run_page(label, run_id), "run.md.j2", view, site_lang))
-    # Trends flag changes between neighbours in version order: the default comparisons
-    # (already computed when no config file chose others).
-    neighbours: dict[str, dict[tuple[str, str], Comparison]] = {}
-    for spec in default_comparisons(classes, archive):
-        try:
-            neighbours.setdefault(spec.device or "", {})[(spec.baseline, spec.candidate)] = compare(spec)
-        except ReporterError:
-            continue
-    trend_inputs = [TrendInput(cls, compute_summaries(restrict(archive, cls.run_ids)), neighbours.get(cls.name, {}))
-                    for cls in classes]
-    trends_index, trend_families = trends_views(trend_inputs, workloads, t, [0])
-    pages.append(_Page("trends/index.md", "trends_index.md.j2", trends_index, site_lang))
-    for family, view in trend_families.items():
-        pages.append(_Page(f"trends/{family}.md", "trends_family.md.j2", view, site_lang))
-    pages.append(_Page("methodology.md", "methodology.md.j2", methodology_view(workloads, t), site_lang))
-    timings["views"] = time.perf_counter() - t2
+        add_page(_Page("runs/index.md", "runs_index.md.j2", runs_index_view(archive, classes, t), site_lang))
+        for label in archive.labels():
+            add_page(_Page(label_page(label), "runs_label.md.j2", label_view(archive, label, reports, t), site_lang))
+        for (label, run_id), view in run_views(archive, t).items():
+            add_page(_Page(run_page(label, run_id), "run.md.j2", view, site_lang))
+        # Trends flag changes between neighbours in version order: the default comparisons
+        # (already computed when no config file chose others).
+        neighbours: dict[str, dict[tuple[str, str], Comparison]] = {}
+        for spec in default_comparisons(classes, archive):
+            try:
+                neighbours.setdefault(spec.device or "", {})[(spec.baseline, spec.candidate)] = compare(spec)
+            except ReporterError:
+                continue
+        trend_inputs = [TrendInput(cls, compute_summaries(restrict(archive, cls.run_ids)), neighbours.get(cls.name, {}))
+                        for cls in classes]
+        trends_index, trend_families = trends_views(trend_inputs, workloads, t, [0])
+        add_page(_Page("trends/index.md", "trends_index.md.j2", trends_index, site_lang))
+        for family, view in trend_families.items():
+            add_page(_Page(f"trends/{family}.md", "trends_family.md.j2", view, site_lang))
+        add_page(_Page("methodology.md", "methodology.md.j2", methodology_view(workloads, t), site_lang))
+        timings["views"] = time.perf_counter() - t2
 
-    t3 = time.perf_counter()
-    # Each chart is an SVG file beside its page (charts/<page>-<id>.svg), shown as an image:
-    # Markdown and the search index then never parse the SVG's thousands of elements.
-    charts: list[tuple[str, ChartView]] = []
-    for p in pages:
-        folder, _, name = p.path.rpartition("/")
-        for c in _charts_of(p.view):
-            c.href = f"charts/{name.removesuffix('.md')}-{c.ident}.svg"
-            charts.append((f"{folder}/{c.href}" if folder else c.href, c))
-    svgs = render_svgs([c.spec for _, c in charts], workers=chart_workers)
-    timings["charts"] = time.perf_counter() - t3
+        t3 = time.perf_counter()
+        svgs = renderer.results()
+    finally:
+        renderer.close()
+    timings["charts"] = time.perf_counter() - t3  # the wait for the charts after the views
 
     t4 = time.perf_counter()
     _prepare_generated(site)
@@ -210,7 +220,7 @@ def build_site(
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(text, encoding="utf-8")
         written.append(p.path)
-    for (path, _), svg in zip(charts, svgs):
+    for path, svg in zip(chart_files, svgs):
         target = site / path
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(svg, encoding="utf-8")
@@ -223,7 +233,7 @@ def build_site(
     timings["write"] = time.perf_counter() - t4
 
     result = BuildResult(site, Path(public_dir) if public_dir is not None else None, written,
-                         [r["page"] for r in reports], skipped, len(archive.problems), len(charts), timings)
+                         [r["page"] for r in reports], skipped, len(archive.problems), len(chart_files), timings)
     if public_dir is not None:
         t5 = time.perf_counter()
         nav = _nav(t, reports, archive, trend_families)

@@ -17,7 +17,7 @@ import math
 import os
 from concurrent.futures import ProcessPoolExecutor
 from functools import lru_cache
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 WIDTH = 560
 DATASET = "rows"
@@ -29,8 +29,6 @@ VERDICT_COLORS = {
     "no significant difference": "#7f7f7f",
     "inconclusive": "#fdae61",
 }
-# Below this many charts a process pool costs more than it saves.
-POOL_THRESHOLD = 24
 
 
 def _clean(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
@@ -143,13 +141,46 @@ def render_svg(spec: Mapping[str, Any]) -> str:
     return vlc.vegalite_to_svg(dict(spec))
 
 
-def render_svgs(specs: Sequence[Mapping[str, Any]], workers: int | None = None) -> list[str]:
-    """Render many specifications, in up to ``workers`` processes (default: the CPUs)."""
-    if not specs:
-        return []
-    workers = workers or min(4, os.cpu_count() or 1)
-    if workers <= 1 or len(specs) < POOL_THRESHOLD:
-        return [render_svg(s) for s in specs]
-    chunk = max(1, len(specs) // (workers * 4))
-    with ProcessPoolExecutor(max_workers=workers) as pool:
-        return list(pool.map(render_svg, specs, chunksize=chunk))
+def render_svgs(specs: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Render specifications one after the other in this process."""
+    return [render_svg(s) for s in specs]
+
+
+class ChartRenderer:
+    """Renders charts in the background while the build goes on, in up to ``workers`` processes.
+
+    ``submit`` hands over one page's charts and returns at once; ``results`` waits for
+    all of them, in submission order. With ``workers <= 1`` (or a ``render`` function
+    other than ``render_svgs``, as tests pass) everything is rendered in this process
+    when ``results`` is called.
+    """
+
+    def __init__(self, workers: int | None = None, render: Callable[[Sequence[Mapping[str, Any]]], list[str]] = render_svgs) -> None:
+        self.workers = workers if workers is not None else min(4, os.cpu_count() or 1)
+        self.render = render
+        self.pool: ProcessPoolExecutor | None = None
+        self.jobs: list[Any] = []
+
+    def submit(self, specs: Sequence[Mapping[str, Any]]) -> None:
+        if not specs:
+            return
+        if self.workers > 1 and self.render is render_svgs:
+            if self.pool is None:
+                self.pool = ProcessPoolExecutor(max_workers=self.workers)
+            self.jobs.append(self.pool.submit(render_svgs, list(specs)))
+        else:
+            self.jobs.append(list(specs))
+
+    def results(self) -> list[str]:
+        out: list[str] = []
+        try:
+            for job in self.jobs:
+                out.extend(self.render(job) if isinstance(job, list) else job.result())
+        finally:
+            self.close()
+        return out
+
+    def close(self) -> None:
+        if self.pool is not None:
+            self.pool.shutdown(cancel_futures=True)
+            self.pool = None

@@ -146,12 +146,16 @@ def run_view(row: pd.Series, cases: pd.DataFrame, env: pd.DataFrame, t: Messages
     files = TableView([_col(t, "file", "link"), _col(t, "what")])
     files.rows = [[Link(name, name), t(f"run.file.{name.split('.')[0]}")] for name in RAW_FILES]
     cases = cases.sort_values(["case_id", "process"], kind="stable")
-    table = TableView([_col(t, "case"), _col(t, "process", right=True), _col(t, "status"), _col(t, "timing"),
+    # One row per case: the status of each worker process in order, e.g. "ok, ok, failed".
+    table = TableView([_col(t, "case"), _col(t, "workload"), _col(t, "status"), _col(t, "timing"),
                        _col(t, "duration", "value", True)])
     failures = TableView([_col(t, "case"), _col(t, "process", right=True), _col(t, "status"), _col(t, "error")])
+    for case_id, attempts in cases.groupby("case_id", observed=True, sort=True):
+        statuses = attempts["status"].astype(str).tolist()
+        timings = distinct(attempts["timing"].astype(str))
+        table.rows.append([case_id, str(attempts["workload"].iloc[0]), ", ".join(statuses), joined(timings),
+                           (float(attempts["duration_s"].sum()), "s")])
     for c in cases.itertuples():
-        table.rows.append([c.case_id, str(c.process), c.status, c.timing,
-                           (c.duration_s, "s") if c.duration_s == c.duration_s else None])
         if c.status != "ok":
             failures.rows.append([c.case_id, str(c.process), c.status,
                                   c.error if isinstance(c.error, str) and c.error else None])

@@ -48,7 +48,7 @@ class ChartView:
 
     title: str
     spec: dict[str, Any]
-    table: TableView
+    table: TableView | None  # None: the tables right after the chart hold its data
     ident: str
     href: str | None = None
 
