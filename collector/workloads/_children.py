@@ -121,7 +121,13 @@ def run_probe(a: argparse.Namespace) -> dict[str, Any]:
             training = _models.bert_training(ctx, model=a.model, batch=a.batch, seq=a.seq, precision=a.precision)
         else:
             training = _models.image_training(
-                ctx, model=a.model, batch=a.batch, image_size=a.image_size, num_classes=a.num_classes, precision=a.precision
+                ctx,
+                model=a.model,
+                batch=a.batch,
+                image_size=a.image_size,
+                num_classes=a.num_classes,
+                precision=a.precision,
+                channels_last=a.channels_last,
             )
         # Two steps: the optimizer's state (momentum, Adam moments) exists only from the first
         # update on, so the second step is the one with the steady-state footprint.
@@ -267,6 +273,7 @@ def parse(argv: list[str]) -> argparse.Namespace:
     pr.add_argument("--num-classes", type=int, default=1000)
     pr.add_argument("--seq", type=int, default=128)
     pr.add_argument("--precision", default="fp32")
+    pr.add_argument("--channels-last", action="store_true")
     nu = sub.add_parser("numerics")
     nu.add_argument("--device", default="cuda")
     nu.add_argument("--steps", type=int, default=50)

@@ -23,6 +23,7 @@ def main() -> None:
     p.add_argument("--precision", default="fp32")
     p.add_argument("--device", default="cuda")
     p.add_argument("--threads", type=int, default=0, help="torch threads per process (CPU)")
+    p.add_argument("--channels-last", type=int, default=0)
     p.add_argument("--warmup", type=int, default=5)
     p.add_argument("--min-steps", type=int, default=10)
     p.add_argument("--max-steps", type=int, default=100)
@@ -50,7 +51,13 @@ def main() -> None:
     torch.manual_seed(1234 + rank)
     ctx = SimpleNamespace(torch=torch, device="cuda" if cuda else "cpu")
     training = image_training(
-        ctx, model=a.model, batch=a.batch, image_size=a.image_size, num_classes=a.num_classes, precision=a.precision
+        ctx,
+        model=a.model,
+        batch=a.batch,
+        image_size=a.image_size,
+        num_classes=a.num_classes,
+        precision=a.precision,
+        channels_last=bool(a.channels_last),
     )
     ddp = torch.nn.parallel.DistributedDataParallel(training.model, device_ids=[local_rank] if cuda else None)
     # The step's forward goes through the DDP wrapper, which all-reduces gradients in backward.

@@ -272,23 +272,30 @@ def training_for(ctx: Any, params: Mapping[str, Any], *, compile_model: bool = F
     )
 
 
-def default_backend_flags(torch: Any) -> None:
-    """Put cuDNN's autotuner back to the stack's default (off).
+@contextlib.contextmanager
+def cudnn_default(torch: Any) -> Iterator[None]:
+    """cuDNN's autotuner (``cudnn.benchmark``) at the stack's default (off) for the block.
 
-    The worker runs cases one after another in one process and another workload may have
-    turned ``cudnn.benchmark`` on; the end-to-end workloads measure the stack as a user gets
-    it, whatever ran before.
+    The worker runs cases one after another in one process and an earlier case (a
+    microbenchmark) may have turned it on; the end-to-end workloads measure the stack as a
+    user's script gets it. On an H200 it changed no ResNet-50 training step but cost seconds
+    of search per new shape; the previous value is restored after.
     """
+    saved = torch.backends.cudnn.benchmark
     torch.backends.cudnn.benchmark = False
+    try:
+        yield
+    finally:
+        torch.backends.cudnn.benchmark = saved
 
 
 def measure_training(ctx: Any, training: Training, *, warmup: int | None = None) -> None:
     """Time whole training steps and record step time and (on a GPU) peak memory."""
-    default_backend_flags(training.torch)
     ctx.set_work(items=training.items, items_unit=training.items_unit)
     ctx.reset_peak_memory()
-    # The first GPU steps load cuDNN/cuBLAS kernels and pick algorithms: keep them out.
-    ctx.time_steps(training.step, warmup=warmup if warmup is not None else (5 if ctx.device == "cuda" else 2))
+    with cudnn_default(training.torch):
+        # The first GPU steps load cuDNN/cuBLAS kernels and pick algorithms: keep them out.
+        ctx.time_steps(training.step, warmup=warmup if warmup is not None else (5 if ctx.device == "cuda" else 2))
     ctx.record_peak_memory()
 
 

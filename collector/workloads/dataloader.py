@@ -27,7 +27,8 @@ def cases(suite: str, device: DeviceInfo) -> list[dict[str, Any]]:
         return [dict(shape="cifar", batch=64, num_workers=w, pin_memory=False, model="none") for w in workers]
     _, _, batch = SHAPES["cifar"]
     pins = (True,) if level == "quick" else (False, True)
-    grid = workers if at_least(level, "standard") else [w for w in workers if w in (0, 4, 8)] or workers
+    # quick: no workers against a few (the seeds' 0 and 4); standard and full: the whole grid.
+    grid = workers if at_least(level, "standard") else [w for w in workers if w in (0, 4)] or workers
     out = [dict(shape="cifar", batch=batch, num_workers=w, pin_memory=p, model="resnet18") for w in grid for p in pins]
     if at_least(level, "full"):
         _, _, batch = SHAPES["imagenet"]
@@ -51,16 +52,20 @@ class UtilisationSampler:
         self._thread.start()
 
     def _loop(self) -> None:
-        while not self._stop.wait(self.period_s):
+        device = self.torch.cuda.current_device()
+        while True:  # a first sample at once, so even a short measurement gets one
             try:
-                self.values.append(float(self.torch.cuda.utilization(self.torch.cuda.current_device())))
+                self.values.append(float(self.torch.cuda.utilization(device)))
             except Exception as e:  # NVML missing or refusing: note it once, stop sampling
                 self.error = f"{type(e).__name__}: {e}"
+                return
+            if self._stop.wait(self.period_s):
                 return
 
     def stop(self) -> None:
         self._stop.set()
-        self._thread.join(timeout=5)
+        if self._thread.is_alive():
+            self._thread.join(timeout=5)
 
 
 def run(params: Mapping[str, Any], ctx: Any) -> None:
@@ -70,7 +75,7 @@ def run(params: Mapping[str, Any], ctx: Any) -> None:
     from collector.schema import TIMING_WALL
     from collector.timing import median_ci_rel_width
     from collector.workloads._data import make_dataset
-    from collector.workloads._models import build_image_model, default_backend_flags, require
+    from collector.workloads._models import build_image_model, cudnn_default, require
 
     cuda = ctx.device == "cuda"
     workers = int(params["num_workers"])
@@ -113,7 +118,6 @@ def run(params: Mapping[str, Any], ctx: Any) -> None:
             sampler = UtilisationSampler(torch)
         except ImportError:
             ctx.note("gpu_util not recorded: pynvml (nvidia-ml-py) is not installed in this stack")
-    default_backend_flags(torch)
     it = iter(loader)
 
     def consume(n: int) -> None:
@@ -127,24 +131,25 @@ def run(params: Mapping[str, Any], ctx: Any) -> None:
 
     values: list[float] = []
     try:
-        consume(window)  # workers start and fill their prefetch queues; not timed
-        ctx.set_work(items=batch, items_unit="samples")
-        ctx.recorded.timing = TIMING_WALL
-        if sampler is not None:
-            sampler.start()
-        start = time.perf_counter()
-        while len(values) < policy.max_samples:
-            t0 = time.perf_counter()
-            try:
-                consume(window)
-            except StopIteration:
-                break
-            values.append(window * batch / (time.perf_counter() - t0))
-            elapsed = time.perf_counter() - start
-            if len(values) < policy.min_samples or (sampler is not None and elapsed < GPU_UTIL_MIN_S):
-                continue
-            if median_ci_rel_width(values) <= policy.target_rel_ci or elapsed >= policy.budget_s:
-                break
+        with cudnn_default(torch):
+            consume(window)  # workers start and fill their prefetch queues; not timed
+            ctx.set_work(items=batch, items_unit="samples")
+            ctx.recorded.timing = TIMING_WALL
+            if sampler is not None:
+                sampler.start()
+            start = time.perf_counter()
+            while len(values) < policy.max_samples:
+                t0 = time.perf_counter()
+                try:
+                    consume(window)
+                except StopIteration:
+                    break
+                values.append(window * batch / (time.perf_counter() - t0))
+                elapsed = time.perf_counter() - start
+                if len(values) < policy.min_samples or (sampler is not None and elapsed < GPU_UTIL_MIN_S):
+                    continue
+                if median_ci_rel_width(values) <= policy.target_rel_ci or elapsed >= policy.budget_s:
+                    break
     finally:
         if sampler is not None:
             sampler.stop()
@@ -164,33 +169,35 @@ WORKLOAD = Workload(
     family="data",
     title="DataLoader throughput by worker count and pinned memory",
     method=(
-        "A synthetic in-memory dataset of uint8 images goes through torch.utils.data.DataLoader "
-        "with a real CPU-side transform done with torch ops in __getitem__: a random crop "
-        "(32 from 40 pixels, CIFAR-10-like; 224 from 256, ImageNet-like, in the full suite), a "
-        "random horizontal flip, conversion to float and per-channel normalisation. Cases vary "
-        "num_workers (0, 2, 4, 8, capped by the CPUs available to the worker) and pin_memory (on "
-        "GPUs only). Each batch is copied to the device (non_blocking when pinned) and, on a GPU, "
-        "a small model (ResNet-18, SGD) trains on it, as in a real input pipeline. After one "
-        "untimed window that starts the workers, windows of max(4, 2 x workers) batches are timed "
-        "with the host clock, ending in a device synchronisation; each window gives one sample of "
-        "samples per second delivered to the device (metric throughput), until the 95% CI of the "
-        "median is narrow or the budget is spent. While it runs, GPU utilisation is sampled every "
-        "0.2 s through NVML (torch.cuda.utilization, needs pynvml; at least 2 s of samples), the "
-        "figure the seeds quote as 45% to 82%."
+        "A synthetic in-memory dataset of uint8 images goes through torch.utils.data.DataLoader with "
+        "a real CPU-side transform done with torch ops in __getitem__: a random crop (32 from 40 "
+        "pixels, CIFAR-10-like; 224 from 256, ImageNet-like, in the full suite), a random horizontal "
+        "flip, conversion to float and per-channel normalisation. Cases vary num_workers (0, 2, 4, 8,"
+        " capped by the CPUs available to the worker; 0 and 4 in the quick suite) and pin_memory (on "
+        "GPUs only). Each batch is copied to the device (non_blocking when pinned) and, on a GPU, a "
+        "small model (ResNet-18, SGD) trains on it, as in a real input pipeline. After one untimed "
+        "window that starts the workers, windows of max(4, 2 x workers) batches are timed with the "
+        "host clock, ending in a device synchronisation; each window gives one sample of samples per "
+        "second delivered to the device (metric throughput), until the 95% CI of the median is narrow"
+        " or the budget is spent. While it runs, GPU utilisation is sampled every 0.2 s through NVML "
+        "(torch.cuda.utilization, needs pynvml; at least 2 s of samples), the figure the seeds quote "
+        "as 45% to 82%."
     ),
     cases=cases,
     run=run,
     timeout_s=300.0,
     title_zh="DataLoader 吞吐：工作进程数与锁页内存",
     method_zh=(
-        "一个内存中的合成 uint8 图像数据集经 torch.utils.data.DataLoader 加载，__getitem__ 用 torch 运算做"
-        "真实的 CPU 端变换：随机裁剪（从 40 像素裁 32，类 CIFAR-10；full 套件另有从 256 裁 224，类 ImageNet）、"
-        "随机水平翻转、转为浮点并按通道归一化。用例改变 num_workers（0、2、4、8，不超过工作进程可用的 CPU 数）"
-        "与 pin_memory（仅 GPU）。每个批次被拷贝到设备（锁页时 non_blocking），在 GPU 上还有一个小模型"
-        "（ResNet-18，SGD）用它训练，如同真实的输入管线。先跑一个不计时的窗口以启动工作进程，之后以主机时钟"
-        "对每个 max(4, 2 x 工作进程数) 个批次的窗口计时，窗口末尾做设备同步；每个窗口给出一个“每秒送达设备的"
-        "样本数”样本（指标 throughput），直到中位数的 95% 置信区间足够窄或用完预算。运行期间每 0.2 秒通过 "
-        "NVML（torch.cuda.utilization，需要 pynvml；至少采样 2 秒）采样 GPU 利用率，即种子文章中 45% 到 82% "
-        "的那个数字。"
+        "一个内存中的合成 uint8 图像数据集经 torch.utils.data.DataLoader "
+        "加载，__getitem__ 用 torch 运算做真实的 CPU 端变换：随机裁剪（从 40 像素"
+        "裁 32，类 CIFAR-10；full 套件另有从 256 裁 224，类 ImageNet）、随"
+        "机水平翻转、转为浮点并按通道归一化。用例改变 num_workers（0、2、4、8，不超过工作进程"
+        "可用的 CPU 数；quick 套件只测 0 和 4）与 pin_memory（仅 GPU）。每个批"
+        "次被拷贝到设备（锁页时 non_blocking），在 GPU 上还有一个小模型（ResNet-18"
+        "，SGD）用它训练，如同真实的输入管线。先跑一个不计时的窗口以启动工作进程，之后以主机时钟对每个 max(4,"
+        " 2 x 工作进程数) 个批次的窗口计时，窗口末尾做设备同步；每个窗口给出一个“每秒送达设备的样本数"
+        "”样本（指标 throughput），直到中位数的 95% 置信区间足够窄或用完预算。运行期间每 0.2"
+        " 秒通过 NVML（torch.cuda.utilization，需要 pynvml；至少采样 2 "
+        "秒）采样 GPU 利用率，即种子文章中 45% 到 82% 的那个数字。"
     ),
 )

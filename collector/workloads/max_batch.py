@@ -18,10 +18,11 @@ def cases(suite: str, device: DeviceInfo) -> list[dict[str, Any]]:
         return []  # out-of-memory is a GPU question; a CPU would swap long before it failed
     out = []
     if at_least(level, "standard"):
-        out.append(dict(model="resnet50", image_size=224, num_classes=1000, precision="fp32", start=64, cap=8192, resolution=32))
+        resnet = dict(model="resnet50", image_size=224, num_classes=1000, channels_last=True, start=64, cap=8192, resolution=32)
+        out.append({**resnet, "precision": "fp32"})
         out.append(dict(model="bert-base", seq=128, precision="fp32", start=32, cap=8192, resolution=32))
     if at_least(level, "full"):
-        out.append(dict(model="resnet50", image_size=224, num_classes=1000, precision="bf16", start=64, cap=8192, resolution=32))
+        out.append({**resnet, "precision": "bf16"})
     return out
 
 
@@ -70,6 +71,8 @@ def run(params: Mapping[str, Any], ctx: Any) -> None:
     base = ["probe", "--model", model, "--device", ctx.device, "--precision", params.get("precision", "fp32")]
     if "image_size" in params:
         base += ["--image-size", str(params["image_size"]), "--num-classes", str(params.get("num_classes", 1000))]
+    if params.get("channels_last"):
+        base += ["--channels-last"]
     if "seq" in params:
         base += ["--seq", str(params["seq"])]
     deaths: list[str] = []
@@ -106,16 +109,17 @@ WORKLOAD = Workload(
     family="memory",
     title="Largest training batch without out-of-memory",
     method=(
-        "For ResNet-50 (224x224, FP32, SGD with momentum) and BERT-base (sequence 128, FP32, "
-        "AdamW), the largest batch size that runs a training step without running out of GPU "
-        "memory. Each probe is a fresh child process that builds the model and runs two whole "
-        "training steps at one batch size (the second step holds the optimizer state too); it "
-        "reports success or an out-of-memory error, and a child that dies without reporting "
-        "counts as out of memory. The search doubles from a start size until a probe fails (or a "
-        "cap of 8192 is reached), then bisects between the largest size that fit and the smallest "
-        "that failed until they are 32 apart; the largest size that fit is recorded (max_batch), "
-        "with its peak memory. The probed sizes are kept in the case's notes. The full suite adds "
-        "ResNet-50 under bf16 autocast. GPU only; the smoke suite runs one tiny capped search."
+        "For ResNet-50 (224x224, FP32, channels_last, SGD with momentum) and BERT-base (sequence 128,"
+        " FP32, AdamW), the largest batch size that runs a training step without running out of GPU "
+        "memory (standard and full suites). Each probe is a fresh child process that builds the model"
+        " and runs two whole training steps at one batch size (the second step holds the optimizer "
+        "state too), set up as in the training workloads; it reports success or an out-of-memory "
+        "error, and a child that dies without reporting counts as out of memory. The search doubles "
+        "from a start size until a probe fails (or a cap of 8192 is reached), then bisects between "
+        "the largest size that fit and the smallest that failed until they are 32 apart; the largest "
+        "size that fit is recorded (max_batch), with its peak memory. The probed sizes are kept in "
+        "the case's notes. The full suite adds ResNet-50 under bf16 autocast. GPU only; the smoke "
+        "suite runs one tiny capped search, which records its cap as a lower bound."
     ),
     cases=cases,
     run=run,
@@ -123,11 +127,13 @@ WORKLOAD = Workload(
     max_processes=1,
     title_zh="不发生显存溢出的最大训练批大小",
     method_zh=(
-        "对 ResNet-50（224x224，FP32，带动量的 SGD）和 BERT-base（序列长度 128，FP32，AdamW），求不耗尽 GPU "
-        "显存即可完成一个训练步的最大批大小。每次探测都是一个新的子进程：构建模型，在某个批大小下运行两个完整"
-        "训练步（第二步还持有优化器状态），报告成功或显存溢出；未报告就退出的子进程按显存溢出计。搜索从起始值"
-        "开始翻倍，直到探测失败（或达到上限 8192），再在能容纳的最大值与失败的最小值之间二分，直到两者相差不超过 "
-        "32；记录能容纳的最大批大小（max_batch）及其峰值显存。探测过的批大小写入用例备注。full 套件另加 bf16 "
-        "autocast 下的 ResNet-50。仅 GPU；smoke 套件运行一个很小的、有上限的搜索。"
+        "对 ResNet-50（224x224，FP32，channels_last，带动量的 SGD）和 "
+        "BERT-base（序列长度 128，FP32，AdamW），求不耗尽 GPU 显存即可完成一个训练"
+        "步的最大批大小（standard 与 full 套件）。每次探测都是一个新的子进程：构建模型，在某个"
+        "批大小下运行两个完整训练步（第二步还持有优化器状态），设置与训练类负载相同，报告成功或显存溢出；未报"
+        "告就退出的子进程按显存溢出计。搜索从起始值开始翻倍，直到探测失败（或达到上限 8192），再在能容纳"
+        "的最大值与失败的最小值之间二分，直到两者相差不超过 32；记录能容纳的最大批大小（max_batch"
+        "）及其峰值显存。探测过的批大小写入用例备注。full 套件另加 bf16 autocast 下的 ResNet-50"
+        "。仅 GPU；smoke 套件运行一个很小的、有上限的搜索，记录的上限只是下界。"
     ),
 )

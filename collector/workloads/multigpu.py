@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from collector.workloads import DeviceInfo, Workload
-from collector.workloads._models import child_env, default_backend_flags, free_port, image_training, require, tier
+from collector.workloads._models import child_env, cudnn_default, free_port, image_training, require, tier
 
 DDP_SCRIPT = Path(__file__).with_name("_ddp.py")
 TORCHRUN_ARGS_ENV = "IMAGEBENCH_TORCHRUN_ARGS"
@@ -39,7 +39,7 @@ def cases(suite: str, device: DeviceInfo) -> list[dict[str, Any]]:
     if level in ("tiny", "small"):
         ks = replica_counts(min(n, 2))
         return [dict(mode="ddp", replicas=k, model="cnn-tiny", image_size=32, batch_per_replica=16) for k in ks]
-    gpu = dict(model="resnet50", image_size=224, batch_per_replica=64)
+    gpu = dict(model="resnet50", image_size=224, batch_per_replica=64, channels_last=True)
     if level == "quick":
         if n < 2:
             return []  # one GPU has nothing to scale across; standard records DDP's overhead
@@ -72,14 +72,19 @@ def run_data_parallel(params: Mapping[str, Any], ctx: Any) -> None:
 
     batch = k * int(params["batch_per_replica"])
     training = image_training(
-        ctx, model=params["model"], batch=batch, image_size=params["image_size"], num_classes=params.get("num_classes", 1000)
+        ctx,
+        model=params["model"],
+        batch=batch,
+        image_size=params["image_size"],
+        num_classes=params.get("num_classes", 1000),
+        channels_last=bool(params.get("channels_last", False)),
     )
     dp = torch.nn.DataParallel(training.model, device_ids=list(range(k)))
     training.loss_of_batch = lambda b: F.cross_entropy(dp(b[0]), b[1])
-    default_backend_flags(torch)
     ctx.set_work(items=batch, items_unit="images")
     ctx.reset_peak_memory()  # device 0: it holds the master copy, the gathered outputs and the loss
-    ctx.time_steps(training.step, warmup=5)
+    with cudnn_default(torch):
+        ctx.time_steps(training.step, warmup=5)
     ctx.record_peak_memory()
     training.close()
 
@@ -116,6 +121,7 @@ def run_ddp(params: Mapping[str, Any], ctx: Any) -> None:
             "--num-classes", str(params.get("num_classes", 1000)),
             "--device", "cuda" if cuda else "cpu",
             "--threads", str(threads),
+            "--channels-last", "1" if params.get("channels_last") else "0",
             "--warmup", str(5 if cuda else 2),
             "--min-steps", str(p.min_samples),
             "--max-steps", str(p.max_samples),
@@ -149,19 +155,20 @@ WORKLOAD = Workload(
     family="multigpu",
     title="Multi-GPU training scaling: DataParallel and DDP",
     method=(
-        "ResNet-50 (224x224, FP32, SGD with momentum) trains on a synthetic batch of 64 images per "
-        "replica, so the global batch grows with the replica count (weak scaling). DDP cases start "
-        "`python -m torch.distributed.run --nproc_per_node k` (torchrun) as a subprocess for k = "
-        "1, 2, 4, ... up to the GPU count: each process drives one GPU through "
-        "DistributedDataParallel with NCCL (gloo and a tiny CNN on the CPU, with the cores split "
-        "between the processes). Rank 0 times each whole step after warm-up with the host clock "
-        "after a device synchronisation; after each step it broadcasts whether to stop (outside "
-        "the timed region) so that every rank runs the same steps, and returns its step times and "
-        "peak memory through a file. Multi-node runs pass torchrun arguments through the "
-        "IMAGEBENCH_TORCHRUN_ARGS environment variable. With two or more GPUs, nn.DataParallel "
-        "cases (as in the seeds) time the same step in the worker process, the batch split over k "
-        "GPUs. The global batch is stored as the work, so throughput and the scaling efficiency "
-        "(throughput at k over k times throughput at 1) are derived at report time."
+        "ResNet-50 (224x224, FP32, channels_last, SGD with momentum) trains on a synthetic batch of "
+        "64 images per replica, so the global batch grows with the replica count (weak scaling). DDP "
+        "cases start `python -m torch.distributed.run --nproc_per_node k` (torchrun) as a subprocess "
+        "for k = 1, 2, 4, ... up to the GPU count (1 and the GPU count in the quick suite; none there"
+        " on a single GPU): each process drives one GPU through DistributedDataParallel with NCCL "
+        "(gloo and a tiny CNN on the CPU, with the cores split between the processes). Rank 0 times "
+        "each whole step after warm-up with the host clock after a device synchronisation; after each"
+        " step it broadcasts whether to stop (outside the timed region) so that every rank runs the "
+        "same steps, and returns its step times and peak memory through a file. Multi-node runs pass "
+        "torchrun arguments through the IMAGEBENCH_TORCHRUN_ARGS environment variable. With two or "
+        "more GPUs, nn.DataParallel cases (as in the seeds) time the same step in the worker process,"
+        " the batch split over k GPUs. The global batch is stored as the work, so throughput and the "
+        "scaling efficiency (throughput at k over k times throughput at 1) are derived at report "
+        "time."
     ),
     cases=cases,
     run=run,
@@ -169,13 +176,16 @@ WORKLOAD = Workload(
     max_processes=2,
     title_zh="多 GPU 训练扩展：DataParallel 与 DDP",
     method_zh=(
-        "ResNet-50（224x224，FP32，带动量的 SGD）在每个副本 64 张的合成批次上训练，全局批大小随副本数增长"
-        "（弱扩展）。DDP 用例以子进程方式启动 `python -m torch.distributed.run --nproc_per_node k`（torchrun），"
-        "k = 1、2、4……直到 GPU 数：每个进程通过 DistributedDataParallel 驱动一块 GPU，通信用 NCCL（CPU 上用 "
-        "gloo 和一个很小的 CNN，CPU 核在进程间平分）。rank 0 在预热后于设备同步后用主机时钟为每个完整训练步"
-        "计时；每步之后它广播是否停止（不计入计时），使所有 rank 运行相同的步数，并通过文件返回步时间与峰值"
-        "显存。多节点运行通过环境变量 IMAGEBENCH_TORCHRUN_ARGS 传入 torchrun 参数。两块及以上 GPU 时，"
-        "nn.DataParallel 用例（与种子文章相同）在工作进程内为同样的训练步计时，批次拆分到 k 块 GPU 上。全局"
-        "批大小作为工作量保存，因此吞吐与扩展效率（k 个副本的吞吐除以 k 倍单副本吞吐）在生成报告时推导。"
+        "ResNet-50（224x224，FP32，channels_last，带动量的 SGD）在每个副"
+        "本 64 张的合成批次上训练，全局批大小随副本数增长（弱扩展）。DDP 用例以子进程方式启动 `python"
+        " -m torch.distributed.run --nproc_per_node k`（torchrun"
+        "），k = 1、2、4……直到 GPU 数（quick 套件只测 1 和 GPU 数；单 GPU 时"
+        " quick 不测）：每个进程通过 DistributedDataParallel 驱动一块 GPU"
+        "，通信用 NCCL（CPU 上用 gloo 和一个很小的 CNN，CPU 核在进程间平分）。rank"
+        " 0 在预热后于设备同步后用主机时钟为每个完整训练步计时；每步之后它广播是否停止（不计入计时），使所"
+        "有 rank 运行相同的步数，并通过文件返回步时间与峰值显存。多节点运行通过环境变量 IMAGEBENCH_TORCHRUN_ARGS"
+        " 传入 torchrun 参数。两块及以上 GPU 时，nn.DataParallel 用例（与种子"
+        "文章相同）在工作进程内为同样的训练步计时，批次拆分到 k 块 GPU 上。全局批大小作为工作量保存，"
+        "因此吞吐与扩展效率（k 个副本的吞吐除以 k 倍单副本吞吐）在生成报告时推导。"
     ),
 )
