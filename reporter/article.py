@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 from markupsafe import Markup
 
+from collector.suites import SUITES
 from reporter.charts import chart_lines, chart_ratios
 from reporter.compare import Comparison, compute_summaries
 from reporter.config import ComparisonSpec
@@ -307,11 +308,22 @@ class ArticleBuilder:
             per = ok.groupby(ok["timing"].astype(str))["case_id"].nunique()
             timers = [{"method": m, "cases": int(n)} for m, n in per.items() if n]
         suites = distinct(fp_b.get(("run", "suite"), []) + fp_c.get(("run", "suite"), []))
+        policy = TableView([self._col("suite"), self._col("warmup"), self._col("samples_range", right=True),
+                            self._col("block", right=True), self._col("target_ci", "percent", True),
+                            self._col("budget", right=True)])
+        for name in suites:
+            suite = SUITES.get(name)
+            if suite is None:
+                continue
+            p = suite.policy
+            policy.rows.append([name, f"≥ {p.warmup_s:g} s, ≥ {p.min_warmup}×", f"{p.min_samples}–{p.max_samples}",
+                                f"≥ {p.min_block_s * 1e3:g} ms", p.target_rel_ci, f"{p.budget_s:g} s"])
         return {
             "baseline_units": units(self.baseline),
             "candidate_units": units(self.candidate),
             "suites": joined(suites) or "?",
             "timers": timers,
+            "policy": policy,
             "noise": self.cmp.noise,
             "single_band": self.cmp.single_band,
             "correction": self.cmp.correction,

@@ -2,8 +2,8 @@
 
 tests/data/golden_runs/ is written by tests/data/make_golden_runs.py (synthetic,
 deterministic test fixtures); tests/data/golden_site/<lang>/ holds the expected pages with
-the volatile parts masked (chart SVGs, which depend on vl-convert's version, and the
-path of the archive in the reproduce command). After an intended change of the pages:
+the volatile parts masked (chart SVGs, the path of the archive in the reproduce command,
+and the suite's timing policy, which comes from collector/suites.py rather than the runs). After an intended change of the pages:
 
     UPDATE_GOLDEN=1 .venv/bin/python -m pytest tests/test_site_golden.py
 """
@@ -32,11 +32,14 @@ from reporter.views import WorkloadInfo  # noqa: E402
 WORKLOADS = {name: WorkloadInfo(name=name, **info) for name, info in GOLDEN_WORKLOADS.items()}
 _SVG = re.compile(r"<svg\b.*?</svg>", re.S)
 _RUNS_ARG = re.compile(r"(reporter build --runs )\S+?(</code>|\s)")
+# The timing policy rows come from collector/suites.py as it is today, not from the runs.
+_POLICY_ROW = re.compile(r"^\| (smoke|cpu|quick|standard|full) \| ≥ .*$", re.M)
 
 
 def mask(text: str) -> str:
     """The page with its volatile parts replaced by placeholders."""
     text = _SVG.sub("<svg>[chart masked]</svg>", text)
+    text = _POLICY_ROW.sub(r"| \1 | [policy of collector/suites.py] |", text)
     return _RUNS_ARG.sub(r"\1[RUNS]\2", text)
 
 
