@@ -38,7 +38,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--interleave", action="store_true", help="with several --python stacks, alternate cases between them (A B A B ...)")
     run.add_argument("--out", default="runs", help="archive folder (default: runs)")
     run.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"], help="device to measure (default: auto)")
-    run.add_argument("--only", action="append", default=[], metavar="PATTERN", help="only cases whose id or workload matches (glob or substring); repeatable")
+    run.add_argument("--only", action="append", default=[], metavar="PATTERN", help="only this workload, or cases whose id matches a glob (e.g. 'matmul*n=4096*'); repeatable")
     run.add_argument("--processes", type=int, default=3, help="independent worker processes per case (default: 3)")
     run.add_argument("--image", default=os.environ.get("IMAGEBENCH_IMAGE"), help="name of the image under test (default: $IMAGEBENCH_IMAGE)")
     run.add_argument("--time-budget", type=float, help="seconds of sampling per case and process before stopping (default: the suite's)")
