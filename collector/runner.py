@@ -324,13 +324,16 @@ def _signal_name(number: int) -> str:
 def matches(case: Case, patterns: list[str]) -> bool:
     """True when no patterns are given or one names the workload or matches the case id.
 
-    A pattern is a workload name (``matmul``), a glob over workload names (``mat*``) or
-    a glob over case ids (``matmul*n=4096*``). A bare word never matches a parameter
+    A pattern is a workload name (``matmul``), a case id (``matmul[dtype=bf16,n=4096]``),
+    a glob over workload names (``mat*``) or a glob over case ids (``matmul*n=4096*``). A bare word never matches a parameter
     by accident (``memory`` is not ``pin_memory``).
     """
     if not patterns:
         return True
-    return any(fnmatch.fnmatchcase(case.workload, p) or fnmatch.fnmatchcase(case.case_id, p) for p in patterns)
+    return any(
+        p in (case.workload, case.case_id) or fnmatch.fnmatchcase(case.workload, p) or fnmatch.fnmatchcase(case.case_id, p)
+        for p in patterns
+    )
 
 
 def plan_cases(suite_name: str, device: DeviceInfo, only: list[str]) -> list[Case]:
