@@ -85,6 +85,17 @@ def md_escape_one_line(value: Any) -> Markup:
     return md_escape(" ".join(str("" if value is None else value).split()))
 
 
+def no_angle(value: Any) -> str:
+    """``value`` with ``<`` and ``>`` as ‹ and › (for page titles, before escaping).
+
+    MkDocs takes a page's title from its H1 and Material writes it into ``<title>``
+    through ``striptags``, which turns character references back into characters
+    unescaped: a title holding ``&lt;/title&gt;`` would close the element. Titles that
+    show strings from runs therefore hold no angle brackets at all.
+    """
+    return str("" if value is None else value).replace("<", "‹").replace(">", "›")
+
+
 def html_pre(value: Any) -> Markup:
     """A ``<pre><code>`` block of literal text (commands, long values), safe in Markdown.
 
@@ -326,6 +337,7 @@ def make_environment(lang: str) -> jinja2.Environment:
     env.filters.update(
         md=md_escape,
         one_line=md_escape_one_line,
+        no_angle=no_angle,
         pre=html_pre,
         url=url_path,
         seconds=fmt_seconds,

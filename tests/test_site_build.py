@@ -259,3 +259,26 @@ def test_cli_build_runs_as_a_user_runs_it(in_tmp: Path) -> None:
 def test_comparison_spec_slug_is_a_safe_file_name() -> None:
     spec = ComparisonSpec("a/../b", "c@20260101T000000Z-abcdef")
     assert "/" not in spec.slug and ".." not in spec.slug.replace("--", "")
+
+
+def test_hostile_device_name_never_closes_the_page_title(in_tmp: Path) -> None:
+    """MkDocs puts the H1 into <title> through striptags, which unescapes: titles carry no angle brackets."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    runs = copy_runs(in_tmp / "runs")
+    for env_file in runs.glob("*/*/environment.parquet"):  # every run: they stay one device class
+        table = pq.read_table(env_file)
+        values = [
+            "</title><script>alert(1)</script>" if (s, k) == ("gpu0", "name") else v
+            for s, k, v in zip(*(table.column(c).to_pylist() for c in ("section", "key", "value")))
+        ]
+        table = table.set_column(table.schema.get_field_index("value"), "value", pa.array(values, pa.string()))
+        pq.write_table(table, env_file)
+    public = in_tmp / "public"
+    result = build_site(runs, in_tmp / "site", public, workloads=WORKLOADS)
+    assert len(result.reports) == 2
+    for html in public.rglob("*.html"):
+        text = html.read_text(encoding="utf-8")
+        assert "<script>alert" not in text, html
+        assert text.count("</title>") <= 1, html
