@@ -56,8 +56,10 @@ HIDDEN_METRICS = ("wall_time",)
 # Metrics that are a time per item of work, from which a rate (TFLOP/s, GB/s, items/s) follows.
 RATE_METRICS = ("time", "latency")
 # Parameters a scaling curve can run along, in order of preference.
-SCALE_PARAMS = ("n", "size", "elements", "gpus", "world_size", "batch", "batch_size", "workers", "num_workers",
-                "concurrency", "seq_len", "seq")
+SCALE_PARAMS = ("n", "size", "elements", "gpus", "replicas", "world_size", "workers", "num_workers", "tasks",
+                "concurrency", "batch", "batch_size", "seq_len", "seq", "image_size")
+# Axes along which the curve is a scaling curve (throughput), not a size curve (time).
+PARALLEL_PARAMS = ("gpus", "replicas", "world_size", "workers", "num_workers", "tasks", "concurrency")
 # Fingerprint keys shown side by side: (row key in i18n, section, key).
 STACK_ROWS: tuple[tuple[str, str, str], ...] = (
     ("torch", "torch", "version"),
@@ -465,43 +467,54 @@ class ArticleBuilder:
         return table
 
     def _scaling_charts(self, workload: str, rows: pd.DataFrame, rates: dict[str, dict[int, dict[str, Any]]]) -> list[ChartView]:
-        """Median by the case parameter that varies (matrix size, GPUs, batch), one line per side and variant."""
+        """Median by the case parameter that varies (matrix size, GPUs, batch), one line per side and variant.
+
+        Along a parallelism axis (GPUs, replicas, loader workers, concurrent tasks) the
+        curve shows throughput, from the items per iteration or as measured; along a size
+        axis it shows time.
+        """
         primary = rows[rows["metric"].isin(RATE_METRICS)]
+        measured = primary.empty
+        if measured:
+            primary = rows[rows["metric"] == "throughput"]
         if primary.empty:
             return []
         params = [params_dict(p) for p in primary["params"]]
         axis = None
         for name in SCALE_PARAMS:
             values = {p.get(name) for p in params if isinstance(p.get(name), (int, float)) and not isinstance(p.get(name), bool)}
-            if len(values) >= 3 and all(name in p for p in params):
+            if len(values) >= (2 if name in PARALLEL_PARAMS else 3) and all(name in p for p in params):
                 axis = name
                 break
         if axis is None:
             return []
-        # Throughput when the work is items (scaling over GPUs reads better that way), else time.
-        use_items = all(_present(v) for v in primary["items"]) and axis in ("gpus", "world_size", "workers", "num_workers", "concurrency")
+        derived = not measured and axis in PARALLEL_PARAMS and all(_present(v) for v in primary["items"])
+        as_rate = measured or derived
         points = []
         for (r, p) in zip(primary.itertuples(), params):
             variant = ", ".join(f"{k}={v}" for k, v in p.items() if k != axis)
-            metric = "" if r.metric == "time" else f" · {self._metric_name(r.metric)}"
+            metric = "" if r.metric in ("time", "throughput") else f" · {self._metric_name(r.metric)}"
             for side in (self.baseline, self.candidate):
                 med = getattr(r, f"{side.role}_median")
                 lo, hi = getattr(r, f"{side.role}_ci_low"), getattr(r, f"{side.role}_ci_high")
-                if use_items:
+                if derived:
                     med, lo, hi = r.items / med, r.items / hi, r.items / lo
                 series = f"{side.display}" + (f" · {variant}" if variant else "") + metric
                 points.append({"x": p[axis], "y": med, "y_low": lo, "y_high": hi, "series": series})
         points.sort(key=lambda d: (d["series"], d["x"]))
-        unit = (f"{primary['items_unit'].dropna().iloc[0] if primary['items_unit'].notna().any() else 'items'}/s") if use_items else "s"
-        y_title = self.t.plain("chart.throughput_axis", unit=unit) if use_items else self.t.plain("chart.time_axis")
-        spec = chart_lines(points, x_title=axis, y_title=y_title, log_x=axis not in ("gpus", "world_size"), log_y=not use_items)
-        fmt = "number" if use_items else "s"
-        value_unit = "s" if fmt == "s" else unit
+        if measured:
+            unit = str(primary["unit"].iloc[0])
+        elif derived:
+            unit = f"{primary['items_unit'].dropna().iloc[0] if primary['items_unit'].notna().any() else 'items'}/s"
+        else:
+            unit = "s"
+        y_title = self.t.plain("chart.throughput_axis", unit=unit) if as_rate else self.t.plain("chart.time_axis")
+        spec = chart_lines(points, x_title=axis, y_title=y_title, log_x=axis not in PARALLEL_PARAMS, log_y=not as_rate)
         table = TableView([Column(Markup(axis), "text"), self._col("series"), self._col("median", "value", True),
                            self._col("ci", "value_ci", True)])
         for d in points:
-            table.rows.append([str(d["x"]), d["series"], (d["y"], value_unit), (d["y_low"], d["y_high"], value_unit)])
-        title_key = "chart.scaling_items_title" if use_items else "chart.scaling_time_title"
+            table.rows.append([str(d["x"]), d["series"], (d["y"], unit), (d["y_low"], d["y_high"], unit)])
+        title_key = "chart.scaling_items_title" if as_rate else "chart.scaling_time_title"
         return [self._chart(self.t.plain(title_key, workload=self._title(workload), axis=axis), spec, table)]
 
     # -- numerical drift ---------------------------------------------------------------------------
