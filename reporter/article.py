@@ -441,7 +441,7 @@ class ArticleBuilder:
             cells += [(r.baseline_median, r.unit), (r.candidate_median, r.unit)]
             if has_rate:
                 cells += [rates["baseline"].get(r.Index), rates["candidate"].get(r.Index)]
-            cells += [r.ratio, (r.ci_low, r.ci_high), r.p_adjusted, r.verdict, r.note or None]
+            cells += [r.ratio, (r.ci_low, r.ci_high), r.p_adjusted, r.verdict, self.t.note(r.note) or None]
             table.rows.append(cells)
         tables = [table]
         notes: list[dict[str, Any]] = []

@@ -284,6 +284,24 @@ class Messages:
             return key
         return _SafeFormatter().vformat(message, (), {k: str(v) for k, v in values.items()})
 
+    def note(self, text: str | None) -> str | None:
+        """A note of reporter.compare (English, sentences joined by "; ") in this language.
+
+        Each sentence is matched against ``[compare_notes] patterns`` (regex, replacement);
+        a sentence no pattern matches stays as it is.
+        """
+        if not text or self.lang == "en":
+            return text
+        patterns = [(re.compile(p), r) for p, r in (self.raw("compare_notes.patterns") or [])]
+        out = []
+        for sentence in text.split("; "):
+            for pattern, replacement in patterns:
+                if pattern.fullmatch(sentence):
+                    sentence = pattern.sub(replacement, sentence)
+                    break
+            out.append(sentence)
+        return "；".join(out)
+
     def paragraphs(self, key: str) -> list[Markup]:
         """A list of trusted Markdown paragraphs stored at ``key``."""
         value = self.raw(key)

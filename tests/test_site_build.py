@@ -282,3 +282,18 @@ def test_hostile_device_name_never_closes_the_page_title(in_tmp: Path) -> None:
         text = html.read_text(encoding="utf-8")
         assert "<script>alert" not in text, html
         assert text.count("</title>") <= 1, html
+
+
+def test_every_english_string_has_a_chinese_one() -> None:
+    from reporter.render import _load_messages
+
+    def keys(table: dict, prefix: str = "") -> set[str]:
+        out = set()
+        for k, v in table.items():
+            out |= keys(v, f"{prefix}{k}.") if isinstance(v, dict) else {prefix + k}
+        return out
+
+    missing = keys(_load_messages("en")) - keys(_load_messages("zh"))
+    assert not missing, f"missing from reporter/i18n/zh.toml: {sorted(missing)}"
+    t = Messages("zh")
+    assert t.note("within-process test on samples; something new") == "在进程内对样本做检验；something new"
