@@ -266,6 +266,25 @@ def _collect_container() -> list[tuple[str, str, str]]:
     return rows
 
 
+def collect_source_commit() -> str:
+    """The git commit imagebench runs from (with ``+dirty`` for local changes), if a checkout."""
+    import subprocess
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    if not (root / ".git").exists():
+        return ""
+    try:
+        head = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10)
+        dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
+                               capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return ""
+    if head.returncode != 0:
+        return ""
+    return head.stdout.strip() + ("+dirty" if dirty.stdout.strip() else "")
+
+
 def collect_packages() -> list[tuple[str, str, str]]:
     """Versions of selected packages installed beside torch."""
     rows = []
@@ -283,6 +302,9 @@ def collect_fingerprint(
     import torch
 
     rows: list[tuple[str, str, str]] = [("imagebench", "version", __version__)]
+    commit = collect_source_commit()
+    if commit:
+        rows.append(("imagebench", "git_commit", commit))
     if image:
         rows.append(("container", "image", image))
     rows += collect_torch(torch)
