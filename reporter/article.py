@@ -380,7 +380,11 @@ class ArticleBuilder:
     def _ratio_chart(self, key: str, sub: pd.DataFrame) -> ChartView:
         points = []
         for r in sub.itertuples():
-            points.append({"case": self._case_name(r, with_workload=True), "ratio": r.ratio,
+            # The workload's short name: chart labels must stay short, and distinct once shortened.
+            name = f"{r.workload}: {params_label(r.params)}" if params_label(r.params) else str(r.workload)
+            if r.metric != "time":
+                name = f"{name} · {self._metric_name(r.metric)}"
+            points.append({"case": name, "ratio": r.ratio,
                            "ci_low": r.ci_low, "ci_high": r.ci_high, "verdict": r.verdict})
         verdict_names = {v: self.t.plain(f"verdict.{k}") for v, k in (
             ("better", "better"), ("worse", "worse"), ("no significant difference", "same"), ("inconclusive", "inconclusive"))}

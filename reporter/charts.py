@@ -50,8 +50,9 @@ def chart_ratios(rows: Sequence[Mapping[str, Any]], *, x_title: str, verdict_nam
     ``rows``: dicts with ``case`` (the y label), ``ratio``, ``ci_low``, ``ci_high`` and
     ``verdict`` (one of reporter.stats.VERDICTS), in the order to show them.
     """
-    data = _clean([{**r, "case": _short(str(r["case"])),
-                    "verdict_name": verdict_names.get(str(r["verdict"]), str(r["verdict"]))} for r in rows])
+    cases = _distinct_short([str(r["case"]) for r in rows])
+    data = _clean([{**r, "case": case, "verdict_name": verdict_names.get(str(r["verdict"]), str(r["verdict"]))}
+                   for r, case in zip(rows, cases)])
     names = tuple(verdict_names.get(k, k) for k in VERDICT_COLORS)
     return _with_data(_ratio_skeleton(x_title, names), data)
 
@@ -92,7 +93,11 @@ def chart_lines(
     appear in the order of their first row), ``y``, ``y_low``, ``y_high`` and ``series``
     (the line: a label, or a case).
     """
-    data = _clean([{**r, "series": _short(str(r["series"])), "x": _short(r["x"]) if isinstance(r["x"], str) else r["x"]}
+    names = sorted({str(r["series"]) for r in rows})
+    series = dict(zip(names, _distinct_short(names)))
+    xs = sorted({r["x"] for r in rows if isinstance(r["x"], str)})
+    xs = dict(zip(xs, _distinct_short(xs)))
+    data = _clean([{**r, "series": series[str(r["series"])], "x": xs.get(r["x"], r["x"]) if isinstance(r["x"], str) else r["x"]}
                    for r in rows])
     return _with_data(_lines_skeleton(x_title, y_title, x_type, log_x, log_y), data)
 
@@ -131,7 +136,24 @@ def _with_data(skeleton: str, data: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def _short(text: str, limit: int = LABEL_CHARS) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    """``text`` cut in the middle to ``limit`` characters (the ends tell cases apart)."""
+    if len(text) <= limit:
+        return text
+    head = limit // 3
+    return text[:head] + "…" + text[len(text) - (limit - head - 1):]
+
+
+def _distinct_short(names: Sequence[str]) -> list[str]:
+    """Shortened names, numbered where shortening made two of them equal."""
+    short = [_short(n) for n in names]
+    seen: dict[str, int] = {}
+    out = []
+    for full, cut in zip(names, short):
+        if cut != full and short.count(cut) > 1:
+            seen[cut] = seen.get(cut, 0) + 1
+            cut = f"{cut} #{seen[cut]}"
+        out.append(cut)
+    return out
 
 
 def render_svg(spec: Mapping[str, Any]) -> str:
