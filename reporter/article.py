@@ -575,8 +575,10 @@ class ArticleBuilder:
             advice.append({"key": "regressions", "params": {"n": worse}})
         if better and not worse:
             advice.append({"key": "faster", "params": {"n": better}})
-        if not better and not worse and same:
+        if not better and not worse and same and not inconclusive:
             advice.append({"key": "no_difference", "params": {}})
+        if not better and not worse and inconclusive:
+            advice.append({"key": "nothing_settled", "params": {"n": inconclusive, "total": same + inconclusive}})
         if better and worse:
             advice.append({"key": "mixed", "params": {}})
         if inconclusive:
