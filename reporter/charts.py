@@ -64,7 +64,8 @@ def _ratio_skeleton(x_title: str, verdict_names: tuple[str, ...]) -> str:
     base = alt.Chart(alt.NamedData(name=DATASET))
     # sort=None keeps the cases in the order of the data; the height steps with the cases.
     y = alt.Y("case:N", sort=None, title=None, axis=alt.Axis(labelLimit=0))
-    x_scale = alt.Scale(zero=False, nice=True, padding=8)
+    # Log scale: a ratio of 2 and one of 1/2 lie equally far from 1, and wide CIs stay readable.
+    x_scale = alt.Scale(type="log", zero=False, nice=False, padding=8)
     colors = alt.Scale(domain=list(verdict_names), range=list(VERDICT_COLORS.values()))
     bars = base.mark_rule(strokeWidth=2).encode(
         x=alt.X("ci_low:Q", scale=x_scale, title=x_title), x2="ci_high:Q", y=y,
