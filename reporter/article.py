@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 import shlex
 from dataclasses import dataclass, field, replace
+from types import SimpleNamespace
 from typing import Any, Mapping, Sequence
 
 import numpy as np
@@ -106,6 +107,7 @@ class Side:
     runs: pd.DataFrame
     archive: Archive
     _ok: pd.DataFrame | None = None
+    _latency: dict[str, np.ndarray] | None = None
 
     @property
     def display(self) -> str:
@@ -115,6 +117,14 @@ class Side:
         if self._ok is None:
             self._ok = self.archive.ok_samples()
         return self._ok
+
+    def latency_samples(self) -> dict[str, np.ndarray]:
+        """Every recorded request time, by case id."""
+        if self._latency is None:
+            s = self.ok_samples()
+            s = s[s["metric"] == "latency"]
+            self._latency = {str(k): g.to_numpy(np.float64) for k, g in s.groupby("case_id", observed=True)["value"]}
+        return self._latency
 
 
 @dataclass
@@ -165,8 +175,10 @@ class ArticleBuilder:
         page: str,
         run_pages: Mapping[tuple[str, str], str],
         build_command: str,
+        cache: dict[Any, Any] | None = None,
     ) -> None:
         self.spec = spec
+        self.cache = cache if cache is not None else {}
         self.archive = archive
         self.cmp = comparison
         self.workloads = workloads
@@ -177,9 +189,12 @@ class ArticleBuilder:
         self.build_command = build_command
         self.baseline = self._side("baseline", spec.baseline)
         self.candidate = self._side("candidate", spec.candidate)
-        rows = comparison.rows.copy()
-        rows["family"] = [family_of(w, workloads) for w in rows["workload"]]
-        self.rows = rows
+        # Plain records (attribute access like itertuples): building tables row by row from
+        # pandas costs more than everything else in an article.
+        self.rows: list[SimpleNamespace] = [
+            SimpleNamespace(**rec, Index=i, family=family_of(rec["workload"], workloads), p=params_dict(rec["params"]))
+            for i, rec in enumerate(comparison.rows.to_dict("records"))
+        ]
         self._chart_count = 0
         self._rates_by_family: dict[str, dict[str, dict[int, dict[str, Any]]]] = {}
         self._drift = pd.DataFrame()
@@ -350,20 +365,20 @@ class ArticleBuilder:
 
     def _sections(self) -> list[Section]:
         sections = []
-        visible = self.rows[~self.rows["metric"].isin(HIDDEN_METRICS)]
+        visible = [r for r in self.rows if r.metric not in HIDDEN_METRICS]
         drift = self._drift
         for number, (key, families) in enumerate(SECTIONS, start=2):
-            if key == OTHER_FAMILY and not visible["family"].eq(OTHER_FAMILY).any():
+            if key == OTHER_FAMILY and not any(r.family == OTHER_FAMILY for r in visible):
                 continue
             if key == "numerics":
                 blocks = self._drift_blocks(drift)
                 sections.append(Section(key, number, blocks, []))
                 continue
-            sub = visible[visible["family"].isin(families)]
+            sub = [r for r in visible if r.family in families]
             blocks = []
             order = {f: i for i, f in enumerate(families)}
-            for workload in sorted(sub["workload"].unique(), key=lambda w: (order[family_of(w, self.workloads)], w)):
-                blocks.append(self._block(workload, sub[sub["workload"] == workload]))
+            for workload in sorted({r.workload for r in sub}, key=lambda w: (order[family_of(w, self.workloads)], w)):
+                blocks.append(self._block(workload, [r for r in sub if r.workload == workload]))
             charts = [self._ratio_chart(key, sub)] if len(sub) >= 2 else []
             sections.append(Section(key, number, blocks, charts))
         return sections
@@ -377,9 +392,9 @@ class ArticleBuilder:
             name = f"{name} · {self._metric_name(row.metric)}"
         return name
 
-    def _ratio_chart(self, key: str, sub: pd.DataFrame) -> ChartView:
+    def _ratio_chart(self, key: str, sub: list[SimpleNamespace]) -> ChartView:
         points = []
-        for r in sub.itertuples():
+        for r in sub:
             # The workload's short name: chart labels must stay short, and distinct once shortened.
             name = f"{r.workload}: {params_label(r.params)}" if params_label(r.params) else str(r.workload)
             if r.metric != "time":
@@ -392,18 +407,20 @@ class ArticleBuilder:
         # Its data (ratio, CI, verdict per case) are the section's tables right below it.
         return self._chart(self.t.plain("chart.ratio_title", section=self.t.plain(f"section.{key}.title")), spec, None)
 
-    def _rates(self, rows: pd.DataFrame) -> dict[str, dict[int, dict[str, Any]]]:
+    def _rates(self, rows: list[SimpleNamespace]) -> dict[str, dict[int, dict[str, Any]]]:
         """Per side and row: TFLOP/s, GB/s or items/s from the work per iteration, with % of the side's peak."""
         out: dict[str, dict[int, dict[str, Any]]] = {"baseline": {}, "candidate": {}}
         for side in out:
             raw: dict[int, tuple[str, str, float]] = {}
-            for r in rows.itertuples():
+            units: dict[int, str] = {}
+            for r in rows:
                 if r.metric not in RATE_METRICS or r.unit != "s":
                     continue
                 median = getattr(r, f"{side}_median")
                 if not (median and math.isfinite(median) and median > 0):
                     continue
-                dtype = str(params_dict(r.params).get("dtype", ""))
+                dtype = str(r.p.get("dtype", ""))
+                units[r.Index] = f"{_text(r.items_unit) or 'items'}/s"
                 if _present(r.flops):
                     raw[r.Index] = ("flops", dtype, r.flops / median / 1e12)
                 elif _present(r.bytes):
@@ -416,18 +433,19 @@ class ArticleBuilder:
                 peaks[(kind, dtype)] = max(peaks.get((kind, dtype), 0.0), value)
                 groups[(kind, dtype)] = groups.get((kind, dtype), 0) + 1
             for idx, (kind, dtype, value) in raw.items():
-                unit = {"flops": "TFLOP/s", "bytes": "GB/s"}.get(kind) or f"{rows.at[idx, 'items_unit'] or 'items'}/s"
+                unit = {"flops": "TFLOP/s", "bytes": "GB/s"}.get(kind) or units[idx]
                 fraction = value / peaks[(kind, dtype)] if kind != "items" and groups[(kind, dtype)] > 1 else None
                 out[side][idx] = {"value": value, "unit": unit, "peak_fraction": fraction}
         return out
 
-    def _block(self, workload: str, rows: pd.DataFrame) -> Block:
+    def _block(self, workload: str, rows: list[SimpleNamespace]) -> Block:
         family = family_of(workload, self.workloads)
         if family not in self._rates_by_family:
-            self._rates_by_family[family] = self._rates(self.rows.loc[self.rows["family"] == family])
+            self._rates_by_family[family] = self._rates([r for r in self.rows if r.family == family])
         rates = self._rates_by_family[family]
-        metrics = distinct(rows["metric"])
-        has_rate = any(i in rates["baseline"] or i in rates["candidate"] for i in rows.index)
+        metrics = distinct(r.metric for r in rows)
+        indices = {r.Index for r in rows}
+        has_rate = any(i in rates["baseline"] or i in rates["candidate"] for i in indices)
         columns = [self._col("case")]
         if len(metrics) > 1:
             columns.append(self._col("metric"))
@@ -438,8 +456,8 @@ class ArticleBuilder:
         columns += [self._col("ratio", "ratio", True), self._col("ci", "ci", True), self._col("p_adjusted", "pvalue", True),
                     self._col("verdict", "verdict"), self._col("note")]
         table = TableView(columns)
-        for r in rows.itertuples():
-            cells: list[Any] = [params_label(r.params) or r.case_id]
+        for r in rows:
+            cells: list[Any] = [params_label(r.p) or r.case_id]
             if len(metrics) > 1:
                 cells.append(self._metric_name(r.metric))
             cells += [(r.baseline_median, r.unit), (r.candidate_median, r.unit)]
@@ -449,7 +467,7 @@ class ArticleBuilder:
             table.rows.append(cells)
         tables = [table]
         notes: list[dict[str, Any]] = []
-        if has_rate and any(v and v["peak_fraction"] is not None for s in rates.values() for i, v in s.items() if i in rows.index):
+        if has_rate and any(v and v["peak_fraction"] is not None for s in rates.values() for i, v in s.items() if i in indices):
             notes.append({"key": "peak", "params": {}})
         kind = "results"
         if "latency" in metrics:
@@ -458,32 +476,34 @@ class ArticleBuilder:
         charts = self._scaling_charts(workload, rows, rates)
         return Block(workload, self._title(workload), kind, tables, charts, notes)
 
-    def _latency_table(self, workload: str, rows: pd.DataFrame) -> TableView:
+    def _latency_table(self, workload: str, rows: list[SimpleNamespace]) -> TableView:
         table = TableView([self._col("case"), self._col("side"), self._col("p50", "value", True),
                            self._col("p95", "value", True), self._col("p99", "value", True), self._col("samples", right=True)])
-        for r in rows[rows["metric"] == "latency"].itertuples():
+        for r in rows:
+            if r.metric != "latency":
+                continue
             for side in (self.baseline, self.candidate):
-                s = side.ok_samples()
-                values = s.loc[(s["case_id"].astype(str) == r.case_id) & (s["metric"].astype(str) == "latency"), "value"]
-                q = compute_percentiles(values.to_numpy(np.float64))
-                table.rows.append([params_label(r.params) or r.case_id, side.display, (q[0], "s"), (q[1], "s"), (q[2], "s"),
+                values = side.latency_samples().get(r.case_id, np.empty(0))
+                q = compute_percentiles(values)
+                table.rows.append([params_label(r.p) or r.case_id, side.display, (q[0], "s"), (q[1], "s"), (q[2], "s"),
                                    str(len(values))])
         return table
 
-    def _scaling_charts(self, workload: str, rows: pd.DataFrame, rates: dict[str, dict[int, dict[str, Any]]]) -> list[ChartView]:
+    def _scaling_charts(self, workload: str, rows: list[SimpleNamespace],
+                        rates: dict[str, dict[int, dict[str, Any]]]) -> list[ChartView]:
         """Median by the case parameter that varies (matrix size, GPUs, batch), one line per side and variant.
 
         Along a parallelism axis (GPUs, replicas, loader workers, concurrent tasks) the
         curve shows throughput, from the items per iteration or as measured; along a size
         axis it shows time.
         """
-        primary = rows[rows["metric"].isin(RATE_METRICS)]
-        measured = primary.empty
+        primary = [r for r in rows if r.metric in RATE_METRICS]
+        measured = not primary
         if measured:
-            primary = rows[rows["metric"] == "throughput"]
-        if primary.empty:
+            primary = [r for r in rows if r.metric == "throughput"]
+        if not primary:
             return []
-        params = [params_dict(p) for p in primary["params"]]
+        params = [r.p for r in primary]
         axis = None
         for name in SCALE_PARAMS:
             values = {p.get(name) for p in params if isinstance(p.get(name), (int, float)) and not isinstance(p.get(name), bool)}
@@ -492,10 +512,10 @@ class ArticleBuilder:
                 break
         if axis is None:
             return []
-        derived = not measured and axis in PARALLEL_PARAMS and all(_present(v) for v in primary["items"])
+        derived = not measured and axis in PARALLEL_PARAMS and all(_present(r.items) for r in primary)
         as_rate = measured or derived
         points = []
-        for (r, p) in zip(primary.itertuples(), params):
+        for r, p in zip(primary, params):
             variant = ", ".join(f"{k}={v}" for k, v in p.items() if k != axis)
             metric = "" if r.metric in ("time", "throughput") else f" · {self._metric_name(r.metric)}"
             for side in (self.baseline, self.candidate):
@@ -507,9 +527,9 @@ class ArticleBuilder:
                 points.append({"x": p[axis], "y": med, "y_low": lo, "y_high": hi, "series": series})
         points.sort(key=lambda d: (d["series"], d["x"]))
         if measured:
-            unit = str(primary["unit"].iloc[0])
+            unit = str(primary[0].unit)
         elif derived:
-            unit = f"{primary['items_unit'].dropna().iloc[0] if primary['items_unit'].notna().any() else 'items'}/s"
+            unit = f"{next((_text(r.items_unit) for r in primary if _text(r.items_unit)), None) or 'items'}/s"
         else:
             unit = "s"
         y_title = self.t.plain("chart.throughput_axis", unit=unit) if as_rate else self.t.plain("chart.time_axis")
@@ -527,9 +547,12 @@ class ArticleBuilder:
         """Informational metrics (better = none) both sides recorded: the medians of each side."""
         frames = []
         for side in (self.baseline, self.candidate):
-            samples = side.archive.samples
-            informational = replace(side.archive, samples=samples[samples["better"] == "none"].reset_index(drop=True))
-            s = compute_summaries(informational)
+            key = ("informational", side.selector, self.spec.run_ids)
+            if key not in self.cache:  # a label is on one side of two articles: summarise it once
+                samples = side.archive.samples
+                informational = replace(side.archive, samples=samples[samples["better"] == "none"].reset_index(drop=True))
+                self.cache[key] = compute_summaries(informational)
+            s = self.cache[key]
             s = s[s["better"] == "none"][["case_id", "workload", "params", "metric", "unit", "median", "n_samples"]]
             frames.append(s.rename(columns={"median": f"{side.role}_value", "n_samples": f"{side.role}_n"}))
         merged = frames[0].merge(frames[1][["case_id", "metric", "candidate_value", "candidate_n"]], on=["case_id", "metric"])
@@ -553,14 +576,14 @@ class ArticleBuilder:
     # -- conclusion -------------------------------------------------------------------------------
 
     def _conclusion(self, number: int, environment: Mapping[str, Any]) -> dict[str, Any]:
-        rows = self.rows[~self.rows["metric"].isin(HIDDEN_METRICS)]
-        best = rows[rows["verdict"] == "better"].sort_values("ratio", ascending=False).head(TOP_N)
-        worst = rows[rows["verdict"] == "worse"].sort_values("ratio", ascending=True).head(TOP_N)
+        rows = [r for r in self.rows if r.metric not in HIDDEN_METRICS]
+        best = sorted((r for r in rows if r.verdict == "better"), key=lambda r: -r.ratio)[:TOP_N]
+        worst = sorted((r for r in rows if r.verdict == "worse"), key=lambda r: r.ratio)[:TOP_N]
 
-        def top(sub: pd.DataFrame) -> TableView:
+        def top(sub: list[SimpleNamespace]) -> TableView:
             table = TableView([self._col("case"), self._col("ratio", "ratio", True), self._col("ci", "ci", True),
                                self._col("change", "signed_percent", True)])
-            for r in sub.itertuples():
+            for r in sub:
                 table.rows.append([self._case_name(r, with_workload=True), r.ratio, (r.ci_low, r.ci_high), r.ratio - 1.0])
             return table
 
@@ -594,10 +617,9 @@ class ArticleBuilder:
         return {"number": number, "best": top(best), "worst": top(worst), "advice": advice, "unmatched": unmatched}
 
     def _method_units(self) -> tuple[int, int]:
-        rows = self.rows
-        if rows.empty:
+        if not self.rows:
             return (0, 0)
-        return int(rows["n_baseline_units"].min()), int(rows["n_candidate_units"].min())
+        return min(int(r.n_baseline_units) for r in self.rows), min(int(r.n_candidate_units) for r in self.rows)
 
     # -- reproduce and raw files --------------------------------------------------------------------
 
@@ -635,6 +657,10 @@ class ArticleBuilder:
                          for name in ("environment.parquet", "cases.parquet", "samples.parquet")]
                 table.rows.append([self.t(f"side.{side.role}"), self._run_link(label, run_id), *files])
         return table
+
+
+def _text(value: Any) -> str | None:
+    return value if isinstance(value, str) and value else None
 
 
 def _present(value: Any) -> bool:

@@ -151,6 +151,7 @@ def build_site(
             chart_files.append(f"{folder}/{c.href}" if folder else c.href)
         renderer.submit([c.spec for c in charts])
 
+    article_cache: dict[Any, Any] = {}
     try:
         reports: list[dict[str, Any]] = []
         skipped: list[str] = []
@@ -166,6 +167,7 @@ def build_site(
             view = ArticleBuilder(
                 spec=spec, archive=restrict(archive, spec.run_ids), comparison=comparison, workloads=workloads,
                 t=_messages(article_lang), page=page, run_pages=run_pages, build_command=build_command,
+                cache=article_cache,
             ).build()
             add_page(_Page(page, "article.md.j2", view, article_lang))
             reports.append({"title": view["title"], "page": page, "baseline": spec.baseline, "candidate": spec.candidate,

@@ -145,27 +145,30 @@ def run_view(row: pd.Series, cases: pd.DataFrame, env: pd.DataFrame, t: Messages
         summary.rows.append([t(f"run.field.{key}"), None if value is None or (isinstance(value, float) and value != value) else str(value)])
     files = TableView([_col(t, "file", "link"), _col(t, "what")])
     files.rows = [[Link(name, name), t(f"run.file.{name.split('.')[0]}")] for name in RAW_FILES]
-    cases = cases.sort_values(["case_id", "process"], kind="stable")
     # One row per case: the status of each worker process in order, e.g. "ok, ok, failed".
+    records = sorted(cases[["case_id", "workload", "process", "status", "error", "timing", "duration_s"]]
+                     .astype({"case_id": str, "workload": str, "status": str, "timing": str})
+                     .to_dict("records"), key=lambda c: (c["case_id"], c["process"]))
     table = TableView([_col(t, "case"), _col(t, "workload"), _col(t, "status"), _col(t, "timing"),
                        _col(t, "duration", "value", True)])
     failures = TableView([_col(t, "case"), _col(t, "process", right=True), _col(t, "status"), _col(t, "error")])
-    for case_id, attempts in cases.groupby("case_id", observed=True, sort=True):
-        statuses = attempts["status"].astype(str).tolist()
-        timings = distinct(attempts["timing"].astype(str))
-        table.rows.append([case_id, str(attempts["workload"].iloc[0]), ", ".join(statuses), joined(timings),
-                           (float(attempts["duration_s"].sum()), "s")])
-    for c in cases.itertuples():
-        if c.status != "ok":
-            failures.rows.append([c.case_id, str(c.process), c.status,
-                                  c.error if isinstance(c.error, str) and c.error else None])
+    by_case: dict[str, list[dict[str, Any]]] = {}
+    for c in records:
+        by_case.setdefault(c["case_id"], []).append(c)
+        if c["status"] != "ok":
+            failures.rows.append([c["case_id"], str(c["process"]), c["status"],
+                                  c["error"] if isinstance(c["error"], str) and c["error"] else None])
+    for case_id, attempts in by_case.items():
+        table.rows.append([case_id, attempts[0]["workload"], ", ".join(a["status"] for a in attempts),
+                           joined(distinct(a["timing"] for a in attempts)),
+                           (float(sum(a["duration_s"] for a in attempts)), "s")])
+    ok = sum(all(a["status"] == "ok" for a in attempts) for attempts in by_case.values())
+    failed = len(by_case) - ok
     fingerprint = []
     for section, group in env.groupby(env["section"].astype(str), sort=False):
         kv = TableView([_col(t, "key"), _col(t, "value")])
         kv.rows = [[k, v] for k, v in zip(group["key"].astype(str), group["value"].astype(str))]
         fingerprint.append({"name": section, "table": kv})
-    ok = int((cases.groupby("case_id", observed=True)["status"].agg(lambda s: (s == "ok").all())).sum()) if len(cases) else 0
-    failed = int((cases.groupby("case_id", observed=True)["status"].agg(lambda s: (s != "ok").any())).sum()) if len(cases) else 0
     return {
         "label": label,
         "run_id": run_id,
@@ -173,7 +176,7 @@ def run_view(row: pd.Series, cases: pd.DataFrame, env: pd.DataFrame, t: Messages
         "files": files,
         "cases": table,
         "failures": failures,
-        "counts": {"ok": ok, "failed": failed, "total": int(cases["case_id"].nunique())},
+        "counts": {"ok": ok, "failed": failed, "total": len(by_case)},
         "fingerprint": fingerprint,
     }
 
