@@ -44,7 +44,9 @@ except ModuleNotFoundError:  # pragma: no cover - Python 3.10
 DEFAULT_CONFIG = "imagebench.toml"
 _COMPARISON_KEYS = {"baseline", "candidate", "title", "lang", "noise", "single_band", "correction"}
 _SITE_KEYS = {"lang"}
-_VERSION_TOKEN = re.compile(r"\d+(?:\.\d+)*(?:(?:a|b|rc|\.dev|\.post)\d+)*")
+# A version is dotted (2.9, 2.10.0rc1): "h200" or "a100" in a label is hardware, not a version.
+_VERSION_TOKEN = re.compile(r"(?<![\d.])\d+(?:\.\d+)+(?:(?:a|b|rc|\.dev|\.post)\d+)*")
+_CUDA_TOKEN = re.compile(r"cu(\d{2,3})(?!\d)")
 
 
 @dataclass(frozen=True)
@@ -172,14 +174,20 @@ def device_class_of(device_type: Any, device_name: Any) -> str:
 
 
 def label_version(label: str) -> tuple[Version, ...] | None:
-    """The versions a label carries, in order (``torch-2.9.0-cu128`` -> (2.9.0, 128)); None if none."""
+    """The versions a label carries: its dotted versions in order, then a ``cuNNN`` suffix.
+
+    ``torch-2.9.0-cu128`` -> (2.9.0, 128); ``h200-check`` -> None (no dotted version).
+    """
     out = []
     for token in _VERSION_TOKEN.findall(label):
         try:
             out.append(Version(token))
         except InvalidVersion:
             continue
-    return tuple(out) or None
+    if not out:
+        return None
+    out += [Version(m) for m in _CUDA_TOKEN.findall(label)]
+    return tuple(out)
 
 
 def compute_device_classes(archive: Archive) -> list[DeviceClass]:

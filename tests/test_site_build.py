@@ -297,3 +297,22 @@ def test_every_english_string_has_a_chinese_one() -> None:
     assert not missing, f"missing from reporter/i18n/zh.toml: {sorted(missing)}"
     t = Messages("zh")
     assert t.note("within-process test on samples; something new") == "在进程内对样本做检验；something new"
+
+
+def test_hardware_names_are_not_versions_and_failed_comparisons_are_explained(in_tmp: Path) -> None:
+    assert label_version("h200-micro-check") is None and label_version("a100-cu124") is None
+    assert label_version("torch-2.11.0-cu130") > label_version("torch-2.9.0-cu130")
+    runs = copy_runs(in_tmp / "runs", {"golden-2.8.0": "h200-check"})
+    shutil.rmtree(runs / "golden-2.9.0")
+    shutil.rmtree(runs / "golden-2.10.0")
+    other = runs / "other-run"  # a second label that measured nothing in common
+    shutil.copytree(GOLDEN_RUNS / "golden-2.10.0", other)
+    import pyarrow.parquet as pq
+
+    for f in other.glob("*/cases.parquet"):
+        table = pq.read_table(f)
+        pq.write_table(table.set_column(0, "case_id", table.column("case_id").cast("string")).slice(0, 0)
+                       .replace_schema_metadata(table.schema.metadata), f)
+    result = build_site(runs, in_tmp / "site", None, workloads=WORKLOADS)
+    index = (in_tmp / "site" / "reports" / "index.md").read_text(encoding="utf-8")
+    assert result.reports == [] and "no comparison between them could be built" in index
