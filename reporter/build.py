@@ -32,7 +32,6 @@ from reporter.compare import Comparison, compare_labels, compute_summaries
 from reporter.config import (
     DEFAULT_CONFIG,
     ComparisonSpec,
-    SiteConfig,
     compute_device_classes,
     default_comparisons,
     load_config,

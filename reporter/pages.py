@@ -6,7 +6,6 @@ computed (summaries, comparisons) and strings that runs recorded; templates form
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
@@ -325,7 +324,3 @@ def methodology_view(workloads: Mapping[str, WorkloadInfo], t: Messages) -> dict
     timings = TableView([_col(t, "timing"), _col(t, "description")])
     timings.rows = [[Markup(f"`{name}`"), t(f"timing_description.{name}")] for name in TIMINGS]
     return {"families": families, "metrics": metrics, "timings": timings}
-
-
-def dumps_params(params: Mapping[str, Any]) -> str:
-    return json.dumps(dict(params), sort_keys=True)
