@@ -15,7 +15,7 @@ def cases(suite: str, device: DeviceInfo) -> list[dict[str, Any]]:
     if level == "tiny":
         models = [dict(model="resnet50", image_size=32, num_classes=10, batch=2), dict(model="bert-tiny", batch=2, seq=16)]
     elif level == "small":
-        models = [dict(model="resnet50", image_size=32, num_classes=10, batch=8), dict(model="bert-mini", batch=4, seq=32)]
+        models = [dict(model="resnet50", image_size=32, num_classes=10, batch=4), dict(model="bert-mini", batch=4, seq=32)]
     else:
         models = [dict(model="resnet50", image_size=224, num_classes=1000, batch=256, channels_last=True)]
         if at_least(level, "standard"):

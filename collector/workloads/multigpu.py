@@ -168,12 +168,12 @@ WORKLOAD = Workload(
         "more GPUs, nn.DataParallel cases (as in the seeds) time the same step in the worker process,"
         " the batch split over k GPUs. The global batch is stored as the work, so throughput and the "
         "scaling efficiency (throughput at k over k times throughput at 1) are derived at report "
-        "time."
+        "time. The cases run in one worker process: each starts k processes of its own."
     ),
     cases=cases,
     run=run,
     timeout_s=900.0,
-    max_processes=2,
+    max_processes=1,  # each case starts k processes through torchrun: a one-off measurement
     title_zh="多 GPU 训练扩展：DataParallel 与 DDP",
     method_zh=(
         "ResNet-50（224x224，FP32，channels_last，带动量的 SGD）在每个副"
@@ -186,6 +186,7 @@ WORKLOAD = Workload(
         "有 rank 运行相同的步数，并通过文件返回步时间与峰值显存。多节点运行通过环境变量 IMAGEBENCH_TORCHRUN_ARGS"
         " 传入 torchrun 参数。两块及以上 GPU 时，nn.DataParallel 用例（与种子"
         "文章相同）在工作进程内为同样的训练步计时，批次拆分到 k 块 GPU 上。全局批大小作为工作量保存，"
-        "因此吞吐与扩展效率（k 个副本的吞吐除以 k 倍单副本吞吐）在生成报告时推导。"
+        "因此吞吐与扩展效率（k 个副本的吞吐除以 k 倍单副本吞吐）在生成报告时推导。这些用例只在一个工作进"
+        "程中运行：每个用例自己启动 k 个进程。"
     ),
 )

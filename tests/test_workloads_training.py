@@ -1,0 +1,167 @@
+"""Training workloads run for real on the CPU at smoke scale: ResNet-50, BERT, AMP, compile, checkpointing."""
+
+from __future__ import annotations
+
+import math
+import pickle
+import sys
+from pathlib import Path
+
+import pytest
+
+from collector.context import Context, SkipCase
+from collector.suites import SUITES
+from collector.workloads import DeviceInfo, registry
+
+INFO = DeviceInfo(
+    type="cpu", name="cpu", cpu_count=2, bf16=True, extras={"torchvision": True, "transformers": True, "pynvml": False}
+)
+
+
+def make_ctx(suite: str = "smoke", data_dir: str | None = None) -> Context:
+    return Context(info=INFO, suite=suite, policy=SUITES[suite].policy, data_dir=data_dir)
+
+
+def recorded(ctx: Context) -> dict[str, list[float]]:
+    out: dict[str, list[float]] = {}
+    for name, value, iterations in ctx.recorded.samples:
+        assert iterations >= 1
+        out.setdefault(name, []).append(value)
+    return out
+
+
+def assert_step_times(ctx: Context, *, minimum: int) -> list[float]:
+    values = recorded(ctx)
+    times = values["time"]
+    assert len(times) >= minimum
+    assert all(math.isfinite(t) and 0 < t < 60 for t in times)
+    assert ctx.recorded.timing == "wall"
+    return times
+
+
+def run_case(name: str, params: dict, ctx: Context | None = None) -> Context:
+    ctx = ctx or make_ctx()
+    registry()[name].run(params, ctx)
+    return ctx
+
+
+# -- ResNet-50 ----------------------------------------------------------------------------------
+def test_resnet50_synthetic_cifar_shape():
+    params = next(p for p in registry()["resnet50_train"].cases("smoke", INFO) if p["data"] == "synthetic")
+    ctx = run_case("resnet50_train", params)
+    assert_step_times(ctx, minimum=SUITES["smoke"].policy.min_samples)
+    assert ctx.recorded.items == params["batch"] and ctx.recorded.items_unit == "images"
+    assert "peak_allocated" not in recorded(ctx)  # GPU memory only on a GPU
+
+
+def test_resnet50_real_cifar10_is_skipped_without_data(tmp_path):
+    params = next(p for p in registry()["resnet50_train"].cases("smoke", INFO) if p["data"] == "cifar10")
+    with pytest.raises(SkipCase, match="never downloads"):
+        run_case("resnet50_train", params)
+    with pytest.raises(SkipCase, match="not found under"):
+        run_case("resnet50_train", params, make_ctx(data_dir=str(tmp_path)))
+
+
+def write_fake_cifar10(root: Path, per_file: int = 16) -> None:
+    """Small files in torchvision's CIFAR-10 layout (random pixels; the md5 checks are patched)."""
+    import numpy as np
+
+    folder = root / "cifar-10-batches-py"
+    folder.mkdir(parents=True)
+    rng = np.random.default_rng(0)
+    for name in [f"data_batch_{i}" for i in range(1, 6)] + ["test_batch"]:
+        entry = {"data": rng.integers(0, 256, (per_file, 3072), dtype=np.uint8), "labels": rng.integers(0, 10, per_file).tolist()}
+        (folder / name).write_bytes(pickle.dumps(entry))
+    (folder / "batches.meta").write_bytes(pickle.dumps({"label_names": [f"c{i}" for i in range(10)]}))
+
+
+def test_resnet50_real_cifar10_through_torchvision(tmp_path, monkeypatch):
+    import torchvision.datasets.cifar
+
+    write_fake_cifar10(tmp_path / "cifar10")
+    # The files are ours, not the published ones: let torchvision's md5 checks pass.
+    monkeypatch.setattr(torchvision.datasets.cifar, "check_integrity", lambda *args, **kwargs: True)
+    params = next(p for p in registry()["resnet50_train"].cases("smoke", INFO) if p["data"] == "cifar10")
+    ctx = run_case("resnet50_train", params, make_ctx(data_dir=str(tmp_path)))
+    assert_step_times(ctx, minimum=3)
+    assert any("real CIFAR-10" in n for n in ctx.recorded.notes)
+
+
+def test_missing_torchvision_and_transformers_skip_with_a_reason(monkeypatch):
+    monkeypatch.setitem(sys.modules, "torchvision", None)  # makes `import torchvision` fail
+    monkeypatch.setitem(sys.modules, "transformers", None)
+    with pytest.raises(SkipCase, match="torchvision is not installed"):
+        run_case("resnet50_train", registry()["resnet50_train"].cases("smoke", INFO)[0])
+    with pytest.raises(SkipCase, match="transformers is not installed"):
+        run_case("bert_train", registry()["bert_train"].cases("smoke", INFO)[0])
+    with pytest.raises(SkipCase, match="transformers is not installed"):
+        run_case("amp", dict(model="bert-tiny", batch=2, seq=16, precision="fp32"))
+
+
+# -- BERT, AMP, checkpointing -------------------------------------------------------------------------
+def test_bert_tiny_training_step():
+    (params,) = registry()["bert_train"].cases("smoke", INFO)
+    assert params["model"] == "bert-tiny"  # the smoke suite says it is not BERT-base
+    ctx = run_case("bert_train", params)
+    assert_step_times(ctx, minimum=3)
+    assert ctx.recorded.items == 2 and ctx.recorded.items_unit == "sequences"
+
+
+def test_amp_fp32_and_bf16_run_and_fp16_is_skipped_on_the_cpu():
+    by_precision: dict[str, list[str]] = {}
+    for params in registry()["amp"].cases("smoke", INFO):
+        if params["precision"] == "fp16":
+            with pytest.raises(SkipCase, match="GPUs only"):
+                run_case("amp", params)
+            by_precision.setdefault("fp16", []).append("skipped")
+            continue
+        ctx = run_case("amp", params)
+        assert_step_times(ctx, minimum=3)
+        by_precision.setdefault(params["precision"], []).append(params["model"])
+    assert set(by_precision) == {"fp32", "bf16", "fp16"}
+    assert sorted(by_precision["bf16"]) == ["bert-tiny", "resnet50"]
+
+
+def test_checkpointing_with_and_without():
+    listed = registry()["checkpointing"].cases("smoke", INFO)
+    assert [p["checkpoint"] for p in listed] == [False, True]
+    for params in listed:
+        ctx = run_case("checkpointing", params)
+        assert_step_times(ctx, minimum=3)
+        assert ctx.recorded.items_unit == "tokens"
+
+
+# -- compile ------------------------------------------------------------------------------------------
+def test_compile_counts_graph_breaks_and_recompiles():
+    import torch
+
+    from collector.workloads.compile import compile_counts, reset_dynamo
+
+    reset_dynamo(torch)
+
+    def f(x):
+        y = x * 2
+        torch._dynamo.graph_break()
+        return y + 1
+
+    g = torch.compile(f, backend="eager", dynamic=False)
+    g(torch.ones(3))
+    g(torch.ones(5))  # a new static shape: a recompilation
+    breaks, recompiles = compile_counts(torch)
+    reset_dynamo(torch)
+    assert breaks >= 1
+    assert recompiles is not None and recompiles >= 1
+
+
+def test_compile_smoke_cases_compile_for_real():
+    listed = registry()["compile"].cases("smoke", INFO)
+    assert [p["mode"] for p in listed] == ["eager", "compile"]
+    eager = run_case("compile", listed[0])
+    assert_step_times(eager, minimum=3)
+    ctx = run_case("compile", listed[1])  # inductor, C++ for the CPU: tens of seconds on two cores
+    values = recorded(ctx)
+    assert len(values["compile_time"]) == 1 and values["compile_time"][0] > 0
+    assert_step_times(ctx, minimum=3)
+    assert values["graph_breaks"] == [0] and values["recompiles"] == [0]
+    # the compile is cold: the first step took longer than any steady-state step
+    assert values["compile_time"][0] > max(values["time"])
