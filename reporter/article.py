@@ -18,7 +18,6 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
-from markupsafe import Markup
 
 from collector.suites import SUITES
 from reporter.charts import chart_lines, chart_ratios
@@ -295,7 +294,7 @@ class ArticleBuilder:
             b, c = fp_b.get((section, key), []), fp_c.get((section, key), [])
             if not b and not c:
                 continue
-            stacks.rows.append([self.t(f"stack.{name}"), joined(b), joined(c), Markup("≠") if b != c else None])
+            stacks.rows.append([self.t(f"stack.{name}"), joined(b), joined(c), "≠" if b != c else None])
         changes = TableView([self._col("key"), self._col("baseline"), self._col("candidate")])
         for sk in sorted(set(fp_b) | set(fp_c)):
             section, key = sk
@@ -534,7 +533,7 @@ class ArticleBuilder:
             unit = "s"
         y_title = self.t.plain("chart.throughput_axis", unit=unit) if as_rate else self.t.plain("chart.time_axis")
         spec = chart_lines(points, x_title=axis, y_title=y_title, log_x=axis not in PARALLEL_PARAMS, log_y=not as_rate)
-        table = TableView([Column(Markup(axis), "text"), self._col("series"), self._col("median", "value", True),
+        table = TableView([Column(axis, "text"), self._col("series"), self._col("median", "value", True),
                            self._col("ci", "value_ci", True)])
         for d in points:
             table.rows.append([str(d["x"]), d["series"], (d["y"], unit), (d["y_low"], d["y_high"], unit)])

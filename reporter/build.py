@@ -24,7 +24,6 @@ from pathlib import Path
 from typing import Any, Callable, Mapping
 
 import click
-from markupsafe import Markup
 
 from reporter.article import ArticleBuilder
 from reporter.charts import ChartRenderer, render_svgs
@@ -51,7 +50,7 @@ from reporter.pages import (
     runs_index_view,
     trends_views,
 )
-from reporter.render import LANGUAGES, Messages, make_environment
+from reporter.render import LANGUAGES, Messages, render_page
 from reporter.views import ChartView, WorkloadInfo, load_workloads
 
 GENERATED_DIRS = ("reports", "runs", "trends", "imagebench")
@@ -212,11 +211,9 @@ def build_site(
     home = site / "index.md"
     if not home.exists() or _is_generated_file(home):
         pages.append(_Page("index.md", "home.md.j2", {}, site_lang))
-    envs: dict[str, Any] = {}
     written = []
     for p in pages:
-        env = envs.get(p.lang) or envs.setdefault(p.lang, make_environment(p.lang))
-        text = env.get_template(p.template).render(a=p.view, v=p.view, generated_marker=Markup(GENERATED_MARKER))
+        text = render_page(p.template, p.view, p.lang, marker=GENERATED_MARKER)
         target = site / p.path
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(text, encoding="utf-8")

@@ -247,7 +247,7 @@ def trends_views(inputs: Sequence[TrendInput], workloads: Mapping[str, WorkloadI
                 title = info.title_in(lang) if info else str(workload)
                 present = [lab for lab in order if lab in set(w_rows["label"].astype(str))]
                 table = TableView([_col(t, "case"), _col(t, "metric")] +
-                                  [Column(Markup(_md_label(lab)), "median_ci", True) for lab in present])
+                                  [Column(lab, "median_ci", True) for lab in present])
                 points = []
                 for (case_id, metric), rows in w_rows.groupby(["case_id", "metric"], sort=True):
                     by_label = {str(r.label): r for r in rows.itertuples()}
@@ -293,12 +293,6 @@ def trends_views(inputs: Sequence[TrendInput], workloads: Mapping[str, WorkloadI
     return {"families": index}, {f: families[f] for f in ordered}
 
 
-def _md_label(label: str) -> str:
-    from reporter.render import md_escape
-
-    return str(md_escape(label))
-
-
 def _metric(t: Messages, metric: str) -> str:
     key = f"metric.{metric}"
     return t.plain(key) if t.has(key) else metric
@@ -316,11 +310,11 @@ def methodology_view(workloads: Mapping[str, WorkloadInfo], t: Messages) -> dict
             # The registry's paragraphs are Markdown written in this repository, not run data.
             families.append({"key": family, "workloads": [
                 {"name": w.name, "title": w.title_in(lang), "method": Markup(w.method_in(lang))} for w in ws]})
-    metrics = TableView([_col(t, "metric"), _col(t, "unit"), _col(t, "better"), _col(t, "description")])
+    metrics = TableView([_col(t, "metric", "code"), _col(t, "unit"), _col(t, "better"), _col(t, "description")])
     for m in METRICS.values():
         key = f"metric_description.{m.name}"
         description = t(key) if t.has(key) and lang != "en" else m.description
-        metrics.rows.append([Markup(f"`{m.name}`"), m.unit, t(f"better.{m.better}"), description])
-    timings = TableView([_col(t, "timing"), _col(t, "description")])
-    timings.rows = [[Markup(f"`{name}`"), t(f"timing_description.{name}")] for name in TIMINGS]
+        metrics.rows.append([m.name, m.unit, t(f"better.{m.better}"), description])
+    timings = TableView([_col(t, "timing", "code"), _col(t, "description")])
+    timings.rows = [[name, t(f"timing_description.{name}")] for name in TIMINGS]
     return {"families": families, "metrics": metrics, "timings": timings}

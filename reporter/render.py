@@ -373,3 +373,18 @@ def make_environment(lang: str) -> jinja2.Environment:
     env.globals["lang"] = lang
     env.globals["DASH"] = DASH
     return env
+
+
+_ENVIRONMENTS: dict[str, jinja2.Environment] = {}
+
+
+def render_page(template: str, view: Any, lang: str, *, marker: str = "") -> str:
+    """The Markdown of one page: ``template`` (a file under reporter/templates) filled with ``view``.
+
+    The view is available to templates as ``v`` (and ``a`` for articles); ``marker`` is
+    the text of the generated-page comment.
+    """
+    env = _ENVIRONMENTS.get(lang)
+    if env is None:
+        env = _ENVIRONMENTS[lang] = make_environment(lang)
+    return env.get_template(template).render(a=view, v=view, generated_marker=Markup(marker))
