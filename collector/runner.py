@@ -537,10 +537,7 @@ class Runner:
         return self.planned[0].run_entries["suite"]
 
     def policy(self) -> TimingPolicy:
-        policy = SUITES[self.suite_name()].policy
-        if self.options.time_budget is not None:
-            policy = policy.scaled(budget_s=self.options.time_budget)
-        return policy
+        return _policy_for(self.suite_name(), self.options)
 
     def run_task(self, task: Task) -> None:
         planned = self.planned[task.stack_index]
@@ -744,6 +741,7 @@ def start_run(options: RunOptions, planned: list[Planned] | None = None) -> list
             "interleaved": str(options.interleave and len(probes) > 1),
             "started_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
             "cases_planned": str(len(cases)),
+            "policy": json.dumps(_policy_for(suite, options).__dict__, sort_keys=True),
             "collector_version": __version__,
         }
         if stack.label and stack.label != writer.label:
@@ -758,6 +756,14 @@ def start_run(options: RunOptions, planned: list[Planned] | None = None) -> list
             raise
         planned.append(p)
     return planned
+
+
+def _policy_for(suite: str, options: RunOptions) -> TimingPolicy:
+    """The timing policy a run's cases use: the suite's, with --time-budget applied."""
+    policy = SUITES[suite].policy
+    if options.time_budget is not None:
+        policy = policy.scaled(budget_s=options.time_budget)
+    return policy
 
 
 def resume_run(folder: Path, options: RunOptions) -> tuple[Planned, set[tuple[int, str, int]]]:

@@ -10,6 +10,7 @@ off the recorded latency samples with ``compute_percentiles``.
 
 from __future__ import annotations
 
+import json
 import math
 import shlex
 from dataclasses import dataclass, field, replace
@@ -20,6 +21,7 @@ import numpy as np
 import pandas as pd
 
 from collector.suites import SUITES
+from collector.timing import TimingPolicy
 from reporter.charts import chart_lines, chart_ratios
 from reporter.compare import Comparison, compute_summaries
 from reporter.config import ComparisonSpec
@@ -327,11 +329,18 @@ class ArticleBuilder:
         policy = TableView([self._col("suite"), self._col("warmup"), self._col("samples_range", right=True),
                             self._col("block", right=True), self._col("target_ci", "percent", True),
                             self._col("budget", right=True)])
-        for name in suites:
-            suite = SUITES.get(name)
-            if suite is None:
+        # The policy each run recorded (run.policy); runs from before it was recorded
+        # fall back to their suite's current policy.
+        recorded = distinct(fp_b.get(("run", "policy"), []) + fp_c.get(("run", "policy"), []))
+        policies: list[tuple[str, Any]] = []
+        for text in recorded:
+            try:
+                policies.append((joined(suites) or "?", TimingPolicy(**json.loads(text))))
+            except (ValueError, TypeError):
                 continue
-            p = suite.policy
+        if not policies:
+            policies = [(name, SUITES[name].policy) for name in suites if name in SUITES]
+        for name, p in policies:
             policy.rows.append([name, f"≥ {p.warmup_s:g} s, ≥ {p.min_warmup}×", f"{p.min_samples}–{p.max_samples}",
                                 f"≥ {p.min_block_s * 1e3:g} ms", p.target_rel_ci, f"{p.budget_s:g} s"])
         return {
