@@ -124,9 +124,13 @@ def test_multigpu_cases_follow_the_gpu_count():
 
 
 def test_memory_workloads_on_gpus():
-    assert len(cases("allocator", "standard", GPU1)) == 4
-    assert {c["alloc_conf"] for c in cases("allocator", "full", GPU1)} == {"default", "expandable_segments"}
-    assert {c["model"] for c in cases("max_batch", "standard", GPU1)} == {"resnet50", "bert-base"}
+    assert [c["pattern"] for c in cases("allocator", "standard", GPU1)] == ["random_tensors"] * 2
+    full = cases("allocator", "full", GPU1)
+    assert {(c["pattern"], c["alloc_conf"]) for c in full} == {
+        (p, a) for p in ("random_tensors", "varlen_transformer") for a in ("default", "expandable_segments")
+    }
+    assert cases("max_batch", "standard", GPU1) == []
+    assert {c["model"] for c in cases("max_batch", "full", GPU1)} == {"resnet50", "bert-base"}
     ck = cases("checkpointing", "standard", GPU8)
     assert {c["checkpoint"] for c in ck} == {False, True}
     assert len(cases("numerics", "standard", GPU1)) == 2 and len(cases("numerics", "quick", GPU1)) == 1

@@ -32,7 +32,8 @@ def cases(suite: str, device: DeviceInfo) -> list[dict[str, Any]]:
     elif level == "quick":
         return []  # a memory diagnosis, not a headline: standard and full measure it
     else:
-        patterns = ["random_tensors", "varlen_transformer"]
+        # The transformer pattern trains for ~20 s per setting: the full suite adds it.
+        patterns = ["random_tensors"] + (["varlen_transformer"] if at_least(level, "full") else [])
         scale = "gpu"
     return [dict(pattern=p, alloc_conf=c, scale=scale) for p in patterns for c in ALLOC_CONF]
 
@@ -69,18 +70,18 @@ WORKLOAD = Workload(
     family="memory",
     title="CUDA caching allocator: fragmentation, default against expandable segments",
     method=(
-        "Two variable-size workloads run in a fresh child process per setting, once with the "
-        "default caching allocator (PYTORCH_CUDA_ALLOC_CONF unset) and once with "
+        "Two variable-size workloads run in a fresh child process per setting, once with the default "
+        "caching allocator (PYTORCH_CUDA_ALLOC_CONF unset) and once with "
         "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True, the setting for fragmentation. "
-        "random_tensors allocates tensors of log-uniform random sizes (64 KiB to 256 MiB), keeps "
-        "32 alive and frees a random one each step; varlen_transformer trains a 4-layer "
-        "transformer encoder (d_model 1024) on batches of random batch size and sequence length "
-        "(64 to 1024), as unpadded text does. Both are seeded, so both "
-        "settings see the same sequence. After one warm-up round, each round of steps is timed "
-        "with the host clock between device synchronisations (time per step). Peak allocated "
-        "memory (what tensors needed) and peak reserved memory (what the allocator held from the "
-        "driver) over the whole child are recorded; their ratio, the fragmentation overhead, is "
-        "derived at report time. GPU only, standard and full suites."
+        "random_tensors allocates tensors of log-uniform random sizes (64 KiB to 256 MiB), keeps 32 "
+        "alive and frees a random one each step; varlen_transformer trains a 4-layer transformer "
+        "encoder (d_model 1024) on batches of random batch size and sequence length (64 to 1024), as "
+        "unpadded text does (full suite only). Both are seeded, so both settings see the same "
+        "sequence. After one warm-up round, each round of steps is timed with the host clock between "
+        "device synchronisations (time per step). Peak allocated memory (what tensors needed) and "
+        "peak reserved memory (what the allocator held from the driver) over the whole child are "
+        "recorded; their ratio, the fragmentation overhead, is derived at report time. GPU only, "
+        "standard and full suites."
     ),
     cases=cases,
     run=run,
@@ -88,12 +89,14 @@ WORKLOAD = Workload(
     max_processes=1,
     title_zh="CUDA 缓存分配器：碎片化，默认设置与 expandable segments 对比",
     method_zh=(
-        "两个可变尺寸负载，每种设置在一个新的子进程中运行：一次使用默认缓存分配器（不设 "
-        "PYTORCH_CUDA_ALLOC_CONF），一次使用针对碎片化的 PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True。"
-        "random_tensors 分配对数均匀随机大小（64 KiB 到 256 MiB）的张量，保留 32 个存活，每步随机释放一个；"
-        "varlen_transformer 训练一个 4 层 transformer 编码器（d_model 1024），批大小与序列长度（64 到 1024）"
-        "随机，如同不做填充的文本。两者都固定随机种子，因此两种设置看到相同的序列。一轮"
-        "预热之后，每轮步骤在设备同步之间用主机时钟计时（每步时间）。记录整个子进程的峰值已分配显存（张量所需）"
-        "与峰值已保留显存（分配器向驱动申请并持有的），两者之比即碎片化开销，在生成报告时推导。仅 GPU，standard 与 full 套件。"
+        "两个可变尺寸负载，每种设置在一个新的子进程中运行：一次使用默认缓存分配器（不设 PYTORCH_CUDA_ALLOC_CONF"
+        "），一次使用针对碎片化的 PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True"
+        "。random_tensors 分配对数均匀随机大小（64 KiB 到 256 MiB）的张量，保留"
+        " 32 个存活，每步随机释放一个；varlen_transformer 训练一个 4 层 transformer"
+        " 编码器（d_model 1024），批大小与序列长度（64 到 1024）随机，如同不做填充的文本"
+        "（只在 full 套件中）。两者都固定随机种子，因此两种设置看到相同的序列。一轮预热之后，每轮步骤在"
+        "设备同步之间用主机时钟计时（每步时间）。记录整个子进程的峰值已分配显存（张量所需）与峰值已保留显存（"
+        "分配器向驱动申请并持有的），两者之比即碎片化开销，在生成报告时推导。仅 GPU，standard 与"
+        " full 套件。"
     ),
 )

@@ -24,8 +24,8 @@ def cases(suite: str, device: DeviceInfo) -> list[dict[str, Any]]:
         return []  # a dozen seconds of process start-up per case: standard and full measure it
     out = [dict(tasks=n, duration_s=5.0, **base) for n in (2, 4, 6)]
     if at_least(level, "full"):
-        # Each task capped to its fair share of the GPU's memory, as a shared inference host does.
-        out += [dict(tasks=n, duration_s=5.0, memory_fraction=round(0.9 / n, 3), **base) for n in (2, 4, 6)]
+        # Six tasks, each capped to its share of the GPU's memory, as a shared inference host does.
+        out.append(dict(tasks=6, duration_s=5.0, memory_fraction=round(0.9 / 6, 3), **base))
     return out
 
 
@@ -128,13 +128,13 @@ WORKLOAD = Workload(
     method=(
         "2, 4 and 6 inference tasks run at once, each a separate process (multiprocessing, spawn) "
         "with its own CUDA context and its own ResNet-50 (random weights, eval, torch.inference_mode,"
-        " batch 32 of 224x224 images); the full suite repeats them with each process limited to its "
-        "share of GPU memory (torch.cuda.set_per_process_memory_fraction, 0.9/n). Each task loads its"
-        " model and warms up, then all start at the same instant and run synchronous requests for a "
-        "fixed duration (5 s; standard and full suites). Recorded: tasks_ok, the number of tasks that"
-        " finished without error (the seeds' success rate); the aggregate throughput in images/s, one"
-        " sample per 0.5 s window, summing the requests every task completed in that window; and each"
-        " task's peak allocated and reserved GPU memory. Errors of failed tasks are kept in the "
+        " batch 32 of 224x224 images); the full suite repeats 6 tasks with each process limited to "
+        "its share of GPU memory (torch.cuda.set_per_process_memory_fraction, 0.9/6). Each task loads"
+        " its model and warms up, then all start at the same instant and run synchronous requests for"
+        " a fixed duration (5 s; standard and full suites). Recorded: tasks_ok, the number of tasks "
+        "that finished without error (the seeds' success rate); the aggregate throughput in images/s,"
+        " one sample per 0.5 s window, summing the requests every task completed in that window; and "
+        "each task's peak allocated and reserved GPU memory. Errors of failed tasks are kept in the "
         "case's notes. The CPU suites run 2 tasks of a ResNet-18 on 64x64 images, with the cores "
         "split between them. The cases run in one worker process: each spawns its own tasks, and its "
         "0.5 s windows are the samples."
@@ -147,8 +147,8 @@ WORKLOAD = Workload(
     method_zh=(
         "同时运行 2、4、6 个推理任务，每个任务是一个独立进程（multiprocessing，spawn"
         "），拥有自己的 CUDA 上下文和自己的 ResNet-50（随机权重，eval，torch.inference_mode"
-        "，批大小 32，224x224 图像）；full 套件再把它们各跑一遍，并用 torch.cuda.set_per_process_memory_fraction"
-        " 把每个进程限制在它的显存份额（0.9/n）内。每个任务先加载模型并预热，然后所有任务在同一时刻开始"
+        "，批大小 32，224x224 图像）；full 套件再运行一次 6 个任务，并用 torch.cuda.set_per_process_memory_fraction"
+        " 把每个进程限制在它的显存份额（0.9/6）内。每个任务先加载模型并预热，然后所有任务在同一时刻开始"
         "，在固定时长内（5 秒；standard 与 full 套件）连续发出同步请求。记录：tasks_ok"
         "，即无错误完成的任务数（种子文章里的成功率）；聚合吞吐（图像/秒），每 0.5 秒一个窗口一个样本，"
         "为该窗口内所有任务完成的请求之和；以及每个任务的 GPU 峰值已分配与已保留显存。失败任务的错误写入"

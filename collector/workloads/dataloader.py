@@ -33,7 +33,6 @@ def cases(suite: str, device: DeviceInfo) -> list[dict[str, Any]]:
     if at_least(level, "full"):
         _, _, batch = SHAPES["imagenet"]
         out += [dict(shape="imagenet", batch=batch, num_workers=w, pin_memory=True, model="resnet18") for w in workers]
-        out += [dict(shape="cifar", batch=SHAPES["cifar"][2], num_workers=w, pin_memory=True, model="none") for w in workers]
     return out
 
 

@@ -16,17 +16,15 @@ def cases(suite: str, device: DeviceInfo) -> list[dict[str, Any]]:
         return [dict(model="cnn-tiny", image_size=32, num_classes=10, precision="fp32", start=8, cap=16, resolution=4)]
     if not device.is_cuda or level == "small":
         return []  # out-of-memory is a GPU question; a CPU would swap long before it failed
-    out = []
-    if at_least(level, "standard"):
-        # Each probe costs ~10 s on an H200 (a fresh process); starting at 256 keeps a search to
-        # about nine probes there (ResNet-50 FP32 fits 1024, not 4096), and a smaller GPU only
-        # bisects further down.
-        resnet = dict(model="resnet50", image_size=224, num_classes=1000, channels_last=True, start=256, cap=8192, resolution=32)
-        out.append({**resnet, "precision": "fp32"})
-        out.append(dict(model="bert-base", seq=128, precision="fp32", start=256, cap=8192, resolution=32))
-    if at_least(level, "full"):
-        out.append({**resnet, "precision": "bf16"})
-    return out
+    if not at_least(level, "full"):
+        return []  # a minute or two of probing per model: the full suite measures it
+    # Each probe costs ~10 s on an H200 (a fresh process); starting at 512 keeps a search to
+    # about seven probes there (ResNet-50 FP32 fits 1024, not 4096), and a smaller GPU only
+    # bisects further down.
+    return [
+        dict(model="resnet50", image_size=224, num_classes=1000, channels_last=True, precision="fp32", start=512, cap=8192, resolution=64),
+        dict(model="bert-base", seq=128, precision="fp32", start=512, cap=8192, resolution=64),
+    ]
 
 
 def search_max_batch(fits: Callable[[int], bool], *, start: int, cap: int, resolution: int) -> tuple[int, list[int]]:
@@ -114,15 +112,15 @@ WORKLOAD = Workload(
     method=(
         "For ResNet-50 (224x224, FP32, channels_last, SGD with momentum) and BERT-base (sequence 128,"
         " FP32, AdamW), the largest batch size that runs a training step without running out of GPU "
-        "memory (standard and full suites). Each probe is a fresh child process that builds the model"
-        " and runs two whole training steps at one batch size (the second step holds the optimizer "
-        "state too), set up as in the training workloads; it reports success or an out-of-memory "
-        "error, and a child that dies without reporting counts as out of memory. The search doubles "
-        "from a start size until a probe fails (or a cap of 8192 is reached), then bisects between "
-        "the largest size that fit and the smallest that failed until they are 32 apart; the largest "
-        "size that fit is recorded (max_batch), with its peak memory. The probed sizes are kept in "
-        "the case's notes. The full suite adds ResNet-50 under bf16 autocast. GPU only; the smoke "
-        "suite runs one tiny capped search, which records its cap as a lower bound."
+        "memory (full suite only: a search takes a minute or two). Each probe is a fresh child "
+        "process that builds the model and runs two whole training steps at one batch size (the "
+        "second step holds the optimizer state too), set up as in the training workloads; it reports "
+        "success or an out-of-memory error, and a child that dies without reporting counts as out of "
+        "memory. The search doubles from a start size until a probe fails (or a cap of 8192 is "
+        "reached), then bisects between the largest size that fit and the smallest that failed until "
+        "they are 64 apart; the largest size that fit is recorded (max_batch), with its peak memory. "
+        "The probed sizes are kept in the case's notes. GPU only; the smoke suite runs one tiny "
+        "capped search, which records its cap as a lower bound."
     ),
     cases=cases,
     run=run,
@@ -132,11 +130,11 @@ WORKLOAD = Workload(
     method_zh=(
         "对 ResNet-50（224x224，FP32，channels_last，带动量的 SGD）和 "
         "BERT-base（序列长度 128，FP32，AdamW），求不耗尽 GPU 显存即可完成一个训练"
-        "步的最大批大小（standard 与 full 套件）。每次探测都是一个新的子进程：构建模型，在某个"
-        "批大小下运行两个完整训练步（第二步还持有优化器状态），设置与训练类负载相同，报告成功或显存溢出；未报"
-        "告就退出的子进程按显存溢出计。搜索从起始值开始翻倍，直到探测失败（或达到上限 8192），再在能容纳"
-        "的最大值与失败的最小值之间二分，直到两者相差不超过 32；记录能容纳的最大批大小（max_batch"
-        "）及其峰值显存。探测过的批大小写入用例备注。full 套件另加 bf16 autocast 下的 ResNet-50"
-        "。仅 GPU；smoke 套件运行一个很小的、有上限的搜索，记录的上限只是下界。"
+        "步的最大批大小（只在 full 套件中：一次搜索要一两分钟）。每次探测都是一个新的子进程：构建模型，"
+        "在某个批大小下运行两个完整训练步（第二步还持有优化器状态），设置与训练类负载相同，报告成功或显存溢出"
+        "；未报告就退出的子进程按显存溢出计。搜索从起始值开始翻倍，直到探测失败（或达到上限 8192），再在"
+        "能容纳的最大值与失败的最小值之间二分，直到两者相差不超过 64；记录能容纳的最大批大小（max_batch"
+        "）及其峰值显存。探测过的批大小写入用例备注。仅 GPU；smoke 套件运行一个很小的、有上限的搜索"
+        "，记录的上限只是下界。"
     ),
 )
