@@ -60,13 +60,16 @@ def run(params: Mapping[str, Any], ctx: Any) -> None:
     outcomes: dict[int, dict[str, Any]] = {}
     try:
         deadline = time.monotonic() + READY_TIMEOUT_S
-        reported = 0
-        while reported < n:
+        reported: set[int] = set()
+        while len(reported) < n and time.monotonic() < deadline:
             try:
-                index, error = ready.get(timeout=max(0.1, deadline - time.monotonic()))
+                index, error = ready.get(timeout=1.0)
             except queue.Empty:
-                break
-            reported += 1
+                # A task that died before reporting (a crash at import) is not waited for.
+                if all(not p.is_alive() for i, p in enumerate(procs) if i not in reported):
+                    break
+                continue
+            reported.add(index)
             if error:
                 errors[index] = error
         # Everyone starts at the same instant, a moment from now (monotonic clocks agree
