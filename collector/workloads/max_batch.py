@@ -19,11 +19,11 @@ def cases(suite: str, device: DeviceInfo) -> list[dict[str, Any]]:
     if not at_least(level, "full"):
         return []  # a minute or two of probing per model: the full suite measures it
     # Each probe costs ~10 s on an H200 (a fresh process); starting at 512 keeps a search to
-    # about seven probes there (ResNet-50 FP32 fits 1024, not 4096), and a smaller GPU only
-    # bisects further down.
+    # about six probes there (ResNet-50 FP32 fits 1024, not 4096), and a smaller GPU only
+    # bisects further down. 128 is under 10% of an H200's ResNet-50 limit.
     return [
-        dict(model="resnet50", image_size=224, num_classes=1000, channels_last=True, precision="fp32", start=512, cap=8192, resolution=64),
-        dict(model="bert-base", seq=128, precision="fp32", start=512, cap=8192, resolution=64),
+        dict(model="resnet50", image_size=224, num_classes=1000, channels_last=True, precision="fp32", start=512, cap=8192, resolution=128),
+        dict(model="bert-base", seq=128, precision="fp32", start=512, cap=8192, resolution=128),
     ]
 
 
@@ -118,8 +118,8 @@ WORKLOAD = Workload(
         "success or an out-of-memory error, and a child that dies without reporting counts as out of "
         "memory. The search doubles from a start size until a probe fails (or a cap of 8192 is "
         "reached), then bisects between the largest size that fit and the smallest that failed until "
-        "they are 64 apart; the largest size that fit is recorded (max_batch), with its peak memory. "
-        "The probed sizes are kept in the case's notes. GPU only; the smoke suite runs one tiny "
+        "they are 128 apart; the largest size that fit is recorded (max_batch), with its peak memory."
+        " The probed sizes are kept in the case's notes. GPU only; the smoke suite runs one tiny "
         "capped search, which records its cap as a lower bound."
     ),
     cases=cases,
@@ -133,7 +133,7 @@ WORKLOAD = Workload(
         "步的最大批大小（只在 full 套件中：一次搜索要一两分钟）。每次探测都是一个新的子进程：构建模型，"
         "在某个批大小下运行两个完整训练步（第二步还持有优化器状态），设置与训练类负载相同，报告成功或显存溢出"
         "；未报告就退出的子进程按显存溢出计。搜索从起始值开始翻倍，直到探测失败（或达到上限 8192），再在"
-        "能容纳的最大值与失败的最小值之间二分，直到两者相差不超过 64；记录能容纳的最大批大小（max_batch"
+        "能容纳的最大值与失败的最小值之间二分，直到两者相差不超过 128；记录能容纳的最大批大小（max_batch"
         "）及其峰值显存。探测过的批大小写入用例备注。仅 GPU；smoke 套件运行一个很小的、有上限的搜索"
         "，记录的上限只是下界。"
     ),
