@@ -10,7 +10,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping
 
-from collector.schema import TIMING_NONE, TIMING_ONESHOT, TIMING_WALL, metric
+from collector.schema import TIMING_NONE, TIMING_ONESHOT, TIMING_WALL, TIMINGS, metric
 from collector.timing import CudaEventTimer, PerfCounterTimer, Timed, TimingPolicy, time_fn
 from collector.workloads import DeviceInfo
 
@@ -101,6 +101,12 @@ class Context:
         """Work done by one iteration, so throughput and % of peak can be derived later."""
         r = self.recorded
         r.flops, r.bytes, r.items, r.items_unit = flops, bytes, items, items_unit
+
+    def set_timing(self, method: str) -> None:
+        """Name how this case was timed, for workloads that time outside ``time*`` (one of TIMINGS)."""
+        if method not in TIMINGS:
+            raise ValueError(f"unknown timing method {method!r}; one of {', '.join(TIMINGS)}")
+        self.recorded.timing = method
 
     # -- measuring -----------------------------------------------------------------
     def block_timer(self) -> CudaEventTimer | PerfCounterTimer:

@@ -50,7 +50,7 @@ SUITES: dict[str, Suite] = {
         ),
         Suite(
             "cpu",
-            "the CPU default: small sizes, sized to finish in about a minute and a half on 2 cores",
+            "the CPU default: small sizes, sized to finish in about two minutes on 2 cores",
             MICRO + END_TO_END,
             TimingPolicy(warmup_s=0.02, min_warmup=1, min_block_s=0.002, min_samples=5, max_samples=40, target_rel_ci=0.03, budget_s=0.25),
             timeout_scale=0.5,

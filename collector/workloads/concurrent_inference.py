@@ -97,7 +97,7 @@ def run(params: Mapping[str, Any], ctx: Any) -> None:
             errors[i] = (outcomes.get(i) or {}).get("error") or f"task exited with code {p.exitcode} without a result"
     ok = [o for i, o in sorted(outcomes.items()) if i not in errors]
     ctx.record("tasks_ok", [len(ok)])
-    ctx.recorded.timing = TIMING_WALL
+    ctx.set_timing(TIMING_WALL)
     ctx.set_work(items=params["batch"], items_unit="images")
     if errors:
         ctx.note("; ".join(f"task {i}: {e}" for i, e in sorted(errors.items())))

@@ -29,7 +29,7 @@ def run(params: Mapping[str, Any], ctx: Any) -> None:
     else:
         timed = time_fn(lambda: torch.mm(a, b, out=c), PerfCounterTimer(), ctx.policy)
         ctx.record("time", timed.per_iter, iterations=timed.iterations)
-        ctx.recorded.timing = timed.method
+        ctx.set_timing(timed.method)
 
 
 WORKLOAD = Workload(

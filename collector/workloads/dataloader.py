@@ -137,7 +137,7 @@ def run(params: Mapping[str, Any], ctx: Any) -> None:
         with cudnn_default(torch):
             consume(window)  # workers start and fill their prefetch queues; not timed
             ctx.set_work(items=batch, items_unit="samples")
-            ctx.recorded.timing = TIMING_WALL
+            ctx.set_timing(TIMING_WALL)
             if sampler is not None:
                 sampler.start()
             start = time.perf_counter()

@@ -94,7 +94,7 @@ def run(params: Mapping[str, Any], ctx: Any) -> None:
     if best == 0:
         raise RuntimeError(f"not even batch 1 ran a training step of {model}; " + "; ".join(deaths))
     ctx.record("max_batch", [best])
-    ctx.recorded.timing = TIMING_ONESHOT
+    ctx.set_timing(TIMING_ONESHOT)
     if best in peaks and "peak_allocated" in peaks[best]:
         ctx.record("peak_allocated", [peaks[best]["peak_allocated"]])
         ctx.record("peak_reserved", [peaks[best]["peak_reserved"]])

@@ -144,7 +144,7 @@ def run_ddp(params: Mapping[str, Any], ctx: Any) -> None:
         ctx.note(f"world size {world} (multi-node): {k} processes on this node")
     ctx.set_work(items=world * int(params["batch_per_replica"]), items_unit="images")
     ctx.record("time", result["times"])
-    ctx.recorded.timing = TIMING_WALL
+    ctx.set_timing(TIMING_WALL)
     if "peak_allocated" in result:
         ctx.record("peak_allocated", [result["peak_allocated"]])
         ctx.record("peak_reserved", [result["peak_reserved"]])
