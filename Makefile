@@ -3,7 +3,9 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 RUNS ?= runs
 SUITE ?=
-LABEL ?=
+# Runs of `make report` are filed under one local label, which imagebench.toml compares
+# with the archived runs (runs/this-machine/ is not committed).
+LABEL ?= this-machine
 
 .PHONY: setup setup-test report record site test clean
 

@@ -70,7 +70,10 @@ class ComparisonSpec:
     @property
     def slug(self) -> str:
         base = f"{slug(self.baseline.replace('@', '-at-'))}--vs--{slug(self.candidate.replace('@', '-at-'))}"
-        return f"{base}--{slug(self.device)}" if self.device and self.run_ids is not None else base
+        if self.device and self.run_ids is not None:
+            base = f"{base}--{slug(self.device)}"
+        # The same comparison may be published in several languages: one page each.
+        return f"{base}--{self.lang}" if self.lang and self.lang != "en" else base
 
 
 @dataclass
