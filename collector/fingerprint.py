@@ -31,6 +31,8 @@ ENV_PREFIXES = (
 )
 ENV_NAMES = ("LD_LIBRARY_PATH", "LD_PRELOAD", "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY",
              "http_proxy", "https_proxy", "no_proxy", "CONDA_DEFAULT_ENV", "VIRTUAL_ENV")
+# Variables the collector sets for its own workers: not part of the stack.
+ENV_INTERNAL = frozenset({"IMAGEBENCH_PARENT_PID"})
 # Names that suggest a secret: never recorded, whatever the prefix.
 SECRET_NAME = re.compile(r"TOKEN|SECRET|KEY|PASSWORD|PASSWD|CREDENTIAL|AUTH|COOKIE|SESSION", re.I)
 URL_CREDENTIALS = re.compile(r"(?P<scheme>[a-zA-Z][a-zA-Z0-9+.-]*://)(?P<user>[^:/@\s]*):(?P<password>[^@/\s]*)@")
@@ -77,7 +79,7 @@ def collect_environment_variables(environ: dict[str, str] | None = None) -> list
     environ = dict(os.environ if environ is None else environ)
     out = []
     for name in sorted(environ):
-        if SECRET_NAME.search(name):
+        if SECRET_NAME.search(name) or name in ENV_INTERNAL:
             continue
         if name.startswith(ENV_PREFIXES) or name in ENV_NAMES:
             out.append((name, redact_value(environ[name])))

@@ -92,6 +92,8 @@ VOLATILE_SECTIONS = ("run",)
 VOLATILE_KEYS = {
     ("command", "argv"),
     ("collect_env", "nvidia_gpu_models"),
+    ("env", "IMAGEBENCH_PARENT_PID"),  # the collector's own bookkeeping, recorded by early runs
+    ("imagebench", "git_commit"),
 }
 VOLATILE_KEY_SUFFIXES = ("temperature_c", "clock_sm_mhz", "clock_mem_mhz", "uuid", "serial_sha256", "pci_bus_id")
 MAX_VALUE_CHARS = 400
