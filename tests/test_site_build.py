@@ -162,7 +162,8 @@ def test_config_declares_comparisons_titles_languages(in_tmp: Path) -> None:
     )
     site = in_tmp / "site"
     result = build_site(GOLDEN_RUNS, site, None, config_path=config, workloads=WORKLOADS)
-    assert result.reports == ["reports/golden-2.8.0--vs--golden-2.10.0-at-20260310T120000Z.md"]
+    # an article in another language than English gets its own page name
+    assert result.reports == ["reports/golden-2.8.0--vs--golden-2.10.0-at-20260310T120000Z--zh.md"]
     article = (site / result.reports[0]).read_text(encoding="utf-8")
     assert article.lstrip().startswith("# Two releases apart") and "测试环境与方法" in article
     index = (site / "reports" / "index.md").read_text(encoding="utf-8")
