@@ -47,7 +47,12 @@ def site_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
     tmp = tmp_path_factory.mktemp("browser-site")
     workloads = {name: WorkloadInfo(name=name, **info) for name, info in GOLDEN_WORKLOADS.items()}
-    build_site(GOLDEN_RUNS, tmp / "site", tmp / "public", workloads=workloads)
+    cwd = os.getcwd()
+    os.chdir(tmp)  # no imagebench.toml here: the default comparisons of the fixture runs
+    try:
+        build_site(GOLDEN_RUNS, tmp / "site", tmp / "public", workloads=workloads)
+    finally:
+        os.chdir(cwd)
     handler = functools.partial(_QuietHandler, directory=str(tmp / "public"))
     server = socketserver.ThreadingTCPServer(("127.0.0.1", 0), handler)
     server.daemon_threads = True
