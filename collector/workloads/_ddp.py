@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sys
 import time
 
 
@@ -100,7 +101,13 @@ def main() -> None:
             result["peak_reserved"] = torch.cuda.max_memory_reserved()
         with open(a.out, "w") as f:
             json.dump(result, f)
-    dist.destroy_process_group()
+    dist.barrier()  # no rank leaves while another still talks to it
+    # Leave without the process-group teardown: gloo's thread shutdown at exit can abort
+    # ("terminate called without an active exception") after all the work is done and
+    # recorded, which torchrun would report as a failed case.
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
 
 
 if __name__ == "__main__":
