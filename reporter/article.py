@@ -5,7 +5,7 @@ operations; end-to-end training; compile, AMP, data loading and multi-GPU; infer
 numerical drift; conclusion and advice; how to reproduce; the raw files. Every number
 comes from ``reporter.compare.compare_labels`` / ``compute_summaries`` or is a unit
 conversion of one (TFLOP/s = FLOPs / median time); the latency percentiles are read
-off the recorded latency samples with ``compute_percentiles``.
+off the recorded latency samples with ``reporter.stats.compute_percentiles``.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from collector.suites import SUITES
 from collector.timing import TimingPolicy
 from reporter.charts import chart_lines, chart_ratios
 from reporter.compare import Comparison, compute_summaries
+from reporter.stats import compute_percentiles
 from reporter.config import ComparisonSpec
 from reporter.load import Archive
 from reporter.render import Messages
@@ -152,16 +153,6 @@ class Section:
     number: int
     blocks: list[Block]
     charts: list[ChartView]
-
-
-def compute_percentiles(values: np.ndarray, qs: Sequence[float] = (0.5, 0.95, 0.99)) -> list[float]:
-    """Sample quantiles (Hyndman & Fan definition 7, numpy's default) of pooled latency samples.
-
-    Descriptive only: the ratio, CI and verdict of a latency case are compare_labels'.
-    """
-    if values.size == 0:
-        return [math.nan for _ in qs]
-    return [float(v) for v in np.quantile(values, qs)]
 
 
 class ArticleBuilder:

@@ -35,6 +35,7 @@ References
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Sequence
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -601,3 +602,13 @@ def compute_geomean(ratios: ArrayLike, *, confidence: float = 0.95) -> Geomean:
     sd = float(lr.std(ddof=1))
     half = float(stdtrit(k - 1, 1 - (1 - confidence) / 2)) * sd / np.sqrt(k)
     return Geomean(float(np.exp(m)), float(np.exp(m - half)), float(np.exp(m + half)), k)
+
+
+def compute_percentiles(values: np.ndarray, qs: Sequence[float] = (0.5, 0.95, 0.99)) -> list[float]:
+    """Sample quantiles (Hyndman & Fan definition 7, numpy's default) of pooled latency samples.
+
+    Descriptive only: the ratio, CI and verdict of a latency case are compare_labels'.
+    """
+    if values.size == 0:
+        return [np.nan for _ in qs]
+    return [float(v) for v in np.quantile(values, qs)]
