@@ -15,7 +15,7 @@ import math
 import shlex
 from dataclasses import dataclass, field, replace
 from types import SimpleNamespace
-from typing import Any, Mapping, Sequence
+from typing import Any, Mapping
 
 import numpy as np
 import pandas as pd
