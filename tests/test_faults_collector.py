@@ -7,7 +7,6 @@ test-only workloads of ``tests/fault_workloads.py`` registered through
 
 from __future__ import annotations
 
-import json
 import os
 import resource
 import signal

@@ -7,10 +7,10 @@ import pandas as pd
 import pytest
 
 from collector.archive import RunWriter, read_table
-from collector.schema import CASES_FILE, SAMPLES_FILE, CaseRecord, SampleRecord
+from collector.schema import CASES_FILE, SAMPLES_FILE, SampleRecord
 from reporter.errors import ReporterError
 from reporter.load import RUN_COLUMNS, load_archive
-from test_reporter_support import EPOCH, run_id, write_run
+from test_reporter_support import run_id, write_run
 
 CASES = {"mm[n=1024]": [[1.0e-5, 1.1e-5, 1.05e-5]] * 3, "conv[k=3]": [[2.0e-3, 2.1e-3]] * 3}
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from collector.workloads import DeviceInfo, Workload
-from collector.workloads._models import at_least, cudnn_default, fresh_compile_caches, measure_training, tier, training_for
+from collector.workloads._models import cudnn_default, fresh_compile_caches, measure_training, tier, training_for
 
 
 def cases(suite: str, device: DeviceInfo) -> list[dict[str, Any]]:
