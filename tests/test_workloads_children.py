@@ -3,30 +3,15 @@ allocator (its child), and DDP through a real torchrun with gloo and two process
 
 from __future__ import annotations
 
-import math
 
 import pytest
 
-from collector.context import Context, SkipCase
+from collector.context import SkipCase
 from collector.suites import SUITES
-from collector.workloads import DeviceInfo, registry
+from collector.workloads import registry
 from collector.workloads._models import ChildFailed, run_child
 
-INFO = DeviceInfo(
-    type="cpu", name="cpu", cpu_count=2, bf16=True, extras={"torchvision": True, "transformers": True, "pynvml": False}
-)
-
-
-def make_ctx(suite: str = "smoke") -> Context:
-    return Context(info=INFO, suite=suite, policy=SUITES[suite].policy)
-
-
-def recorded(ctx: Context) -> dict[str, list[float]]:
-    out: dict[str, list[float]] = {}
-    for name, value, _ in ctx.recorded.samples:
-        assert math.isfinite(value)
-        out.setdefault(name, []).append(value)
-    return out
+from workload_support import INFO, make_ctx, recorded  # noqa: E402
 
 
 def test_numerics_records_a_loss_per_step_and_a_checksum_that_repeat_exactly():

@@ -2,30 +2,13 @@
 
 from __future__ import annotations
 
-import math
-
 import pytest
 
-from collector.context import Context, SkipCase
+from collector.context import SkipCase
 from collector.suites import SUITES
-from collector.workloads import DeviceInfo, registry
+from collector.workloads import registry
 
-INFO = DeviceInfo(
-    type="cpu", name="cpu", cpu_count=2, bf16=True, extras={"torchvision": True, "transformers": True, "pynvml": False}
-)
-
-
-def make_ctx(suite: str = "smoke") -> Context:
-    return Context(info=INFO, suite=suite, policy=SUITES[suite].policy)
-
-
-def recorded(ctx: Context) -> dict[str, list[float]]:
-    out: dict[str, list[float]] = {}
-    for name, value, _ in ctx.recorded.samples:
-        assert math.isfinite(value)
-        out.setdefault(name, []).append(value)
-    return out
-
+from workload_support import INFO, make_ctx, recorded  # noqa: E402
 
 def test_inference_records_one_latency_per_request():
     from collector.workloads.inference import REQUESTS
@@ -40,13 +23,11 @@ def test_inference_records_one_latency_per_request():
     assert ctx.recorded.items == params["batch"] and ctx.recorded.timing == "wall"
     assert all(it == 1 for _, _, it in ctx.recorded.samples)
 
-
 def test_inference_bf16_channels_last_on_the_cpu():
     params = dict(model="resnet50", image_size=32, batch=2, precision="bf16", channels_last=True)
     ctx = make_ctx()
     registry()["inference"].run(params, ctx)
     assert len(recorded(ctx)["latency"]) > 0
-
 
 def test_dataloader_throughput_with_and_without_workers():
     listed = registry()["dataloader"].cases("smoke", INFO)
@@ -61,11 +42,9 @@ def test_dataloader_throughput_with_and_without_workers():
         assert all(v > 0 for v in values["throughput"])
         assert ctx.recorded.items == params["batch"] and ctx.recorded.items_unit == "samples"
 
-
 def test_dataloader_pin_memory_needs_a_gpu():
     with pytest.raises(SkipCase, match="pin_memory"):
         registry()["dataloader"].run(dict(shape="cifar", batch=8, num_workers=0, pin_memory=True, model="none"), make_ctx())
-
 
 def test_augmented_dataset_does_real_crops_flips_and_normalises():
     import torch
@@ -79,7 +58,6 @@ def test_augmented_dataset_does_real_crops_flips_and_normalises():
     assert x.abs().max() < 3.0  # normalised from [0, 255]
     crops = {tuple(ds[0][0][0, 0, :4].tolist()) for _ in range(20)}
     assert len(crops) > 1  # random crop and flip change what item 0 looks like
-
 
 def test_concurrent_inference_runs_two_spawned_tasks():
     (params,) = registry()["concurrent_inference"].cases("smoke", INFO)

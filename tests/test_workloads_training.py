@@ -11,23 +11,9 @@ import pytest
 
 from collector.context import Context, SkipCase
 from collector.suites import SUITES
-from collector.workloads import DeviceInfo, registry
+from collector.workloads import registry
 
-INFO = DeviceInfo(
-    type="cpu", name="cpu", cpu_count=2, bf16=True, extras={"torchvision": True, "transformers": True, "pynvml": False}
-)
-
-
-def make_ctx(suite: str = "smoke", data_dir: str | None = None) -> Context:
-    return Context(info=INFO, suite=suite, policy=SUITES[suite].policy, data_dir=data_dir)
-
-
-def recorded(ctx: Context) -> dict[str, list[float]]:
-    out: dict[str, list[float]] = {}
-    for name, value, iterations in ctx.recorded.samples:
-        assert iterations >= 1
-        out.setdefault(name, []).append(value)
-    return out
+from workload_support import INFO, make_ctx, recorded  # noqa: E402
 
 
 def assert_step_times(ctx: Context, *, minimum: int) -> list[float]:
