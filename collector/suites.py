@@ -71,7 +71,7 @@ SUITES: dict[str, Suite] = {
             "full",
             "every case of every workload",
             MICRO + END_TO_END,
-            TimingPolicy(warmup_s=0.1, min_warmup=3, min_block_s=0.01, min_samples=15, max_samples=200, target_rel_ci=0.01, budget_s=2.0),
+            TimingPolicy(warmup_s=0.1, min_warmup=3, min_block_s=0.01, min_samples=15, max_samples=200, target_rel_ci=0.01, budget_s=1.0),
             timeout_scale=1.5,
         ),
     )

@@ -199,6 +199,9 @@ def time_fn(
 ) -> Timed:
     """Warm up ``fn``, calibrate a block size, then time blocks until the stopping rule.
 
+    Warm-up waits for each call to finish, so ``warmup_s`` bounds the work done, not
+    just the host's time to queue it.
+
     The stopping rule: at least ``min_samples`` blocks; then stop as soon as the 95% CI
     of the median per-iteration time is within ``target_rel_ci`` of the median, or the
     budget is spent, or ``max_samples`` blocks are taken.
@@ -207,8 +210,11 @@ def time_fn(
     calls = 0
     while calls < policy.min_warmup or clock() - warm_start < policy.warmup_s:
         fn()
+        # On a GPU a call only queues work: without waiting for it, the host would queue
+        # warmup_s worth of launches (a thousand 20 ms matmuls) and the sync after the loop
+        # would take seconds per case.
+        timer.sync()
         calls += 1
-    timer.sync()
     k = calibrate_k(fn, timer, policy)
     per_iter: list[float] = []
     wall: list[float] = []

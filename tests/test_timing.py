@@ -95,6 +95,36 @@ def test_warmup_runs_at_least_min_warmup_calls():
     assert timed.warmup_calls == 4
 
 
+class QueueingTimer(FakeTimer):
+    """A GPU-like timer: ``fn`` returns at once and its work runs on ``sync``."""
+
+    def __init__(self, per_call, clock, launch_s):
+        super().__init__(per_call, clock)
+        self.launch_s = launch_s
+        self.queued = 0
+        self.synced_work_s = 0.0
+
+    def launch(self):
+        self.clock.now += self.launch_s
+        self.queued += 1
+
+    def sync(self):
+        work = self.queued * self.per_call(0)
+        self.synced_work_s += work
+        self.clock.now += work
+        self.queued = 0
+
+
+def test_warmup_waits_for_queued_work():
+    """A 20 ms kernel launched in 50 us: warm-up of 0.1 s must run ~0.1 s of kernels, not 2,000."""
+    clock = FakeClock()
+    timer = QueueingTimer(lambda i: 20e-3, clock, launch_s=50e-6)
+    policy = TimingPolicy(warmup_s=0.1, min_warmup=2, min_samples=3, max_samples=3, min_block_s=0.005)
+    timed = time_fn(timer.launch, timer, policy, clock=clock)
+    assert timed.warmup_calls <= 7  # 0.1 s / 20 ms, plus the call that crosses the line
+    assert timer.synced_work_s <= 0.15
+
+
 def test_median_ci_width():
     assert median_ci_rel_width([1.0] * 5) == math.inf
     assert median_ci_rel_width([1.0] * 50) == 0.0
