@@ -100,10 +100,18 @@ class CudaEventTimer:
     (sized from the previous block's measured issue time): the events then time the
     kernels back to back, as a real pipeline runs them. The host wall time of the block
     (minus that pause, measured by its own event) is returned beside the device time.
+
+    A stream accepts about a thousand pending launches before the host blocks, so a
+    pre-filled block holds at most ``max_k`` calls: past the queue the host would wait for
+    the pause to end and the rest of the block would be timed at the launch rate. The issue
+    time that sizes the pause is measured on the first calls of a block, before the queue
+    can fill.
     """
 
     method = TIMING_CUDA_EVENT
     max_pause_s = 0.2
+    max_k = 256  # calls per pre-filled block: room for four launches a call in the queue
+    _issue_probe = 32  # calls whose host time gives the issue time per call
     _cycles_per_s: float | None = None
 
     def __init__(self, torch_module: Any, device: Any = None) -> None:
@@ -115,6 +123,8 @@ class CudaEventTimer:
         self._end = cuda.Event(enable_timing=True)
         self._issue_s: float | None = None  # host seconds to launch one call
         self._sleep = getattr(cuda, "_sleep", None)
+        if self._sleep is None:
+            self.max_k = 1_000_000  # no pre-fill: long blocks amortise the launches instead
 
     def _cycles(self, seconds: float) -> int:
         cls = type(self)
@@ -139,10 +149,13 @@ class CudaEventTimer:
             self._mark.record()
             self._sleep(cycles)
         self._start.record()
+        probe = min(k, self._issue_probe)
         i0 = time.perf_counter_ns()
-        for _ in range(k):
+        for _ in range(probe):
             fn()
-        self._issue_s = (time.perf_counter_ns() - i0) * 1e-9 / k
+        self._issue_s = (time.perf_counter_ns() - i0) * 1e-9 / probe
+        for _ in range(k - probe):
+            fn()
         self._end.record()
         self._end.synchronize()
         wall = (time.perf_counter_ns() - w0) * 1e-9
@@ -175,20 +188,25 @@ def median_ci_rel_width(values: list[float], z: float = 1.959964) -> float:
 
 
 def calibrate_k(fn: Callable[[], Any], timer: BlockTimer, policy: TimingPolicy) -> int:
-    """Smallest power-of-two-ish k whose block lasts at least ``policy.min_block_s``."""
+    """Smallest power-of-two-ish k whose block lasts at least ``policy.min_block_s``.
+
+    Never more than the policy's ``max_k`` or the timer's own ``max_k`` (a pre-filled CUDA
+    block must fit the launch queue; its events need no longer block to be precise).
+    """
     if policy.fixed_k is not None:
         return policy.fixed_k
+    max_k = min(policy.max_k, getattr(timer, "max_k", policy.max_k))
     k = 1
-    while k < policy.max_k:
+    while k < max_k:
         elapsed, _ = timer.time_block(fn, k)
         if elapsed >= policy.min_block_s:
             return k
         if elapsed <= 0:
-            k *= 10
+            k = min(max_k, k * 10)
             continue
         # Aim a little past the target so the next try usually suffices.
-        k = min(policy.max_k, max(k * 2, math.ceil(k * 1.2 * policy.min_block_s / elapsed)))
-    return policy.max_k
+        k = min(max_k, max(k * 2, math.ceil(k * 1.2 * policy.min_block_s / elapsed)))
+    return max_k
 
 
 def time_fn(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import statistics
 import time
 
 import pytest
@@ -150,3 +151,91 @@ def test_real_cpu_timing_of_a_known_delay():
     assert 199e-6 <= median <= 1e-3
     assert sum(v * timed.iterations for v in timed.per_iter) >= 0.002 * len(timed.per_iter) * 0.99
     assert timed.method == "perf_counter" and timed.wall_per_iter is None
+
+
+class SimulatedGpu:
+    """A CUDA stream in real time: kernels run one after another, launches queue up to ``queue``.
+
+    ``fn`` costs the host ``issue_s`` (a busy wait) and queues a kernel of ``kernel_s``; when
+    ``queue`` launches are pending the host blocks until the oldest finishes, as CUDA's
+    launch queue does. Events and ``_sleep`` are queued like kernels.
+    """
+
+    cycles_per_s = 1e9
+
+    def __init__(self, kernel_s, issue_s, queue):
+        from collections import deque
+
+        self.kernel_s, self.issue_s, self.queue = kernel_s, issue_s, queue
+        self.pending = deque()
+        self.tail = 0.0
+        gpu = self
+
+        class Event:
+            def __init__(self, enable_timing=True):
+                self.t = None
+
+            def record(self):
+                self.t = gpu.enqueue(0.0)
+
+            def synchronize(self):
+                gpu.wait_until(self.t)
+
+            def elapsed_time(self, other):
+                return (other.t - self.t) * 1e3
+
+        class Cuda:
+            pass
+
+        self.cuda = Cuda()
+        self.cuda.Event = Event
+        self.cuda.synchronize = lambda device=None: self.wait_until(self.tail)
+        self.cuda._sleep = lambda cycles: self.enqueue(cycles / self.cycles_per_s)
+
+    @staticmethod
+    def wait_until(t):
+        while time.perf_counter() < t:
+            pass
+
+    def enqueue(self, duration):
+        now = time.perf_counter()
+        while self.pending and self.pending[0] <= now:
+            self.pending.popleft()
+        if len(self.pending) >= self.queue:
+            self.wait_until(self.pending.popleft())
+            now = time.perf_counter()
+        end = max(now, self.tail) + duration
+        self.tail = end
+        self.pending.append(end)
+        return end
+
+    def fn(self):
+        self.wait_until(time.perf_counter() + self.issue_s)
+        self.enqueue(self.kernel_s)
+
+
+def test_cuda_timer_times_short_kernels_back_to_back_within_the_launch_queue():
+    """A 20 us kernel that takes the host 40 us to launch reads 20 us, not the launch rate.
+
+    With calls up to ``max_k`` a block fits the launch queue, so the pre-fill pause holds
+    the GPU until the whole block is queued; blocks past the queue would read 40 us.
+    """
+    from collector.timing import CudaEventTimer
+
+    gpu = SimulatedGpu(kernel_s=20e-6, issue_s=40e-6, queue=1024)
+    timer = CudaEventTimer(gpu)
+    policy = TimingPolicy(warmup_s=0.0, min_warmup=2, min_block_s=0.05, min_samples=5, max_samples=5)
+    timed = time_fn(gpu.fn, timer, policy)
+    assert timed.iterations <= CudaEventTimer.max_k
+    assert statistics.median(timed.per_iter) == pytest.approx(20e-6, rel=0.15)
+
+
+def test_cuda_timer_pause_stays_short_when_blocks_are_long():
+    """The issue time comes from the first calls, so a pause never grows past what queueing takes."""
+    from collector.timing import CudaEventTimer
+
+    gpu = SimulatedGpu(kernel_s=5e-6, issue_s=10e-6, queue=64)  # a queue shorter than a block
+    timer = CudaEventTimer(gpu)
+    for _ in range(4):
+        timer.time_block(gpu.fn, 256)
+    assert timer._issue_s == pytest.approx(10e-6, rel=0.5)
