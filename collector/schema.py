@@ -201,7 +201,7 @@ SCHEMAS: dict[str, pa.Schema] = {
 }
 
 _SLUG_BAD = re.compile(r"[^A-Za-z0-9._-]+")
-_RUN_ID = re.compile(r"^\d{8}T\d{6}Z-[0-9a-f]{6}$")
+_RUN_ID = re.compile(r"\d{8}T\d{6}Z-[0-9a-f]{6}")
 MAX_LABEL_LENGTH = 100
 
 
@@ -221,7 +221,7 @@ def sanitize_label(label: str) -> str:
 
 def is_valid_run_id(run_id: str) -> bool:
     """True for ids of the form ``20261202T140512Z-3fa9c1`` (UTC time, random suffix)."""
-    return bool(_RUN_ID.match(run_id))
+    return bool(_RUN_ID.fullmatch(run_id))
 
 
 def case_id_for(workload: str, params: Mapping[str, Any]) -> str:

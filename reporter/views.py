@@ -18,7 +18,7 @@ from markupsafe import Markup
 
 from collector.schema import is_valid_run_id
 
-_SAFE_SLUG = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
+_SAFE_SLUG = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 
 
 @dataclass
@@ -99,7 +99,7 @@ def family_of(workload: str, workloads: Mapping[str, WorkloadInfo]) -> str:
 
 def slug(text: str) -> str:
     """A file name for ``text``: itself when already safe, else a sanitised form plus a short hash."""
-    if _SAFE_SLUG.match(text) and not text.endswith("."):
+    if _SAFE_SLUG.fullmatch(text) and not text.endswith("."):
         return text
     cleaned = re.sub(r"\.{2,}", ".", re.sub(r"[^A-Za-z0-9._-]+", "-", text)).strip("._-")[:60] or "x"
     return f"{cleaned}-{hashlib.sha256(text.encode()).hexdigest()[:8]}"
