@@ -12,7 +12,7 @@ import pytest
 from collector.suites import END_TO_END, SUITES
 from collector.workloads import FAMILIES, DeviceInfo, registry
 from collector.workloads._models import tier
-from collector.workloads.max_batch import search_max_batch
+from collector.workloads.max_batch import memory_estimate, search_max_batch
 from collector.workloads.multigpu import replica_counts, torchrun_command
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -158,6 +158,33 @@ def test_search_max_batch_stops_at_the_cap_and_reports_zero_when_nothing_fits():
     assert best == 16 and probed == [4, 8, 16]
     best, probed = search_max_batch(lambda b: False, start=64, cap=1024, resolution=32)
     assert best == 0 and probed[-1] == 1
+
+
+@pytest.mark.parametrize("limit", [1, 300, 512, 600, 1664, 1700, 1792, 3000, 9000])
+@pytest.mark.parametrize("error", [0.5, 0.8, 0.97, 1.0, 1.03, 1.3, 3.0])
+def test_search_max_batch_from_an_estimate_finds_the_limit_however_far_off_it_is(limit, error):
+    best, probed = search_max_batch(
+        lambda b: b <= limit, start=512, cap=8192, resolution=128, estimate=lambda b: limit * error
+    )
+    expected = min(limit, 8192)
+    assert expected - 128 < best <= expected
+    assert len(probed) == len(set(probed))
+
+
+def test_a_good_estimate_saves_probes():
+    fits = lambda b: b <= 1700  # noqa: E731  (an H200's ResNet-50 FP32 limit is near this)
+    _, blind = search_max_batch(fits, start=512, cap=8192, resolution=128)
+    best, guided = search_max_batch(fits, start=512, cap=8192, resolution=128, estimate=lambda b: 1750.0)
+    assert best == 1664 and guided == [512, 1664, 1792]
+    assert len(guided) < len(blind) == 6
+
+
+def test_memory_estimate_extrapolates_what_grows_with_the_batch():
+    gib = 1 << 30
+    # 2 GiB resident, 10 GiB peak at batch 512: 1/64 GiB a sample; 130 GiB of room -> (130 - 2) * 64.
+    assert memory_estimate({"resident": 2 * gib, "peak_reserved": 10 * gib, "capacity": 130 * gib}, 512) == 128 * 64
+    assert memory_estimate({}, 512) is None  # a CPU probe reports no device memory
+    assert memory_estimate({"resident": 4, "peak_reserved": 4, "capacity": 100}, 8) is None  # nothing grows
 
 
 def test_torchrun_command_passes_multi_node_arguments_through(monkeypatch):

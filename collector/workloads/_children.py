@@ -139,7 +139,15 @@ def run_probe(a: argparse.Namespace) -> dict[str, Any]:
         if is_oom(e):
             return {"ok": False, "oom": True, "error": describe(e)}
         raise
-    return {"ok": True, "oom": False, **memory_peaks(torch, a.device)}
+    result = {"ok": True, "oom": False, **memory_peaks(torch, a.device)}
+    if a.device == "cuda":
+        # What stays whatever the batch (weights, gradients, optimizer state: the step's
+        # activations are freed by now) and what this process could hold at most, for the
+        # search's first guess at the limit.
+        free, _ = torch.cuda.mem_get_info()
+        result["resident"] = torch.cuda.memory_allocated()
+        result["capacity"] = free + torch.cuda.memory_reserved()
+    return result
 
 
 # -- numerics --------------------------------------------------------------------------------

@@ -235,7 +235,8 @@ def bert_training(
 ) -> Training:
     """BertForSequenceClassification on random token ids (two labels, as MRPC), AdamW."""
     torch = ctx.torch
-    net = build_bert(model).to(ctx.device)
+    with torch.device(ctx.device):  # initialise the weights where they will live: seconds on a CPU
+        net = build_bert(model)
     net.train()
     forward = torch.compile(net) if compile_model else net
     optimizer = torch.optim.AdamW(net.parameters(), lr=2e-5)

@@ -30,10 +30,11 @@ def run(params: Mapping[str, Any], ctx: Any) -> None:
 
     check_precision(ctx, params["precision"])
     d = int(params["d_model"])
-    layers = nn.ModuleList(
-        nn.TransformerEncoderLayer(d, int(params["heads"]), 4 * d, dropout=0.0, batch_first=True, norm_first=True)
-        for _ in range(int(params["layers"]))
-    ).to(ctx.device)
+    with torch.device(ctx.device):  # initialise the weights where they will live: seconds on a CPU
+        layers = nn.ModuleList(
+            nn.TransformerEncoderLayer(d, int(params["heads"]), 4 * d, dropout=0.0, batch_first=True, norm_first=True)
+            for _ in range(int(params["layers"]))
+        )
     use_checkpoint = bool(params["checkpoint"])
 
     def forward(x: Any) -> Any:

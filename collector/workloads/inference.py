@@ -9,7 +9,7 @@ from collector.workloads._models import at_least, build_image_model, cudnn_defau
 
 BATCHES = (1, 16, 32, 64)
 # Requests per case: fixed, so p95 and p99 rest on the same number of samples in every run.
-REQUESTS = {"tiny": 8, "small": 20, "quick": 100, "standard": 300, "full": 500}
+REQUESTS = {"tiny": 8, "small": 20, "quick": 100, "standard": 300, "full": 300}
 
 
 def cases(suite: str, device: DeviceInfo) -> list[dict[str, Any]]:
@@ -67,7 +67,7 @@ WORKLOAD = Workload(
         "one request: one forward pass of one batch, timed with the host clock from a synchronised "
         "device to the synchronisation after the forward, i.e. the latency a synchronous caller sees,"
         " launch overhead included. A fixed number of requests follows five warm-up requests (100 in "
-        "the quick suite, 300 in standard, 500 in full), so the reporter computes p50, p95 and p99 "
+        "the quick suite, 300 in standard and full), so the reporter computes p50, p95 and p99 "
         "from the raw samples; images per request are stored so throughput is derived. Peak GPU "
         "memory is recorded. The CPU suites time batch 1 at 112x112."
     ),
@@ -82,7 +82,7 @@ WORKLOAD = Workload(
         "采用 channels_last 布局，cuDNN 自动调优保持默认（关闭）。每个样本是一次请求：对"
         "一个批次做一次前向，从设备已同步开始、到前向后再次同步为止用主机时钟计时，即同步调用者看到的延迟（包"
         "括 kernel 启动开销）。五次预热请求之后执行固定次数的请求（quick 100 次，standard"
-        " 300 次，full 500 次），报告据原始样本计算 p50、p95、p99；每次请求的图像数被"
+        " 300 次，full 也是 300 次），报告据原始样本计算 p50、p95、p99；每次请求的图像数被"
         "保存，以便推导吞吐。同时记录 GPU 峰值显存。CPU 套件只测 112x112、批大小 1。"
     ),
 )

@@ -1,7 +1,8 @@
-"""The largest training batch that fits: doubling, then binary search, one child process per probe."""
+"""The largest training batch that fits: a guess from measured memory, then bracketing, one child process per probe."""
 
 from __future__ import annotations
 
+import math
 from typing import Any, Callable, Mapping
 
 from collector.workloads import DeviceInfo, Workload
@@ -18,21 +19,32 @@ def cases(suite: str, device: DeviceInfo) -> list[dict[str, Any]]:
         return []  # out-of-memory is a GPU question; a CPU would swap long before it failed
     if not at_least(level, "full"):
         return []  # a minute or two of probing per model: the full suite measures it
-    # Each probe costs ~10 s on an H200 (a fresh process); starting at 512 keeps a search to
-    # about six probes there (ResNet-50 FP32 fits 1024, not 4096), and a smaller GPU only
-    # bisects further down. 128 is under 10% of an H200's ResNet-50 limit.
+    # Each probe costs 10 to 20 s on an H200 (a fresh process). The first, at 512, measures
+    # the memory a sample takes; the extrapolated limit is then bracketed within 128 (under
+    # 10% of an H200's ResNet-50 limit of about 1,700), three or four probes in all. A GPU
+    # too small for 512 bisects further down.
     return [
         dict(model="resnet50", image_size=224, num_classes=1000, channels_last=True, precision="fp32", start=512, cap=8192, resolution=128),
         dict(model="bert-base", seq=128, precision="fp32", start=512, cap=8192, resolution=128),
     ]
 
 
-def search_max_batch(fits: Callable[[int], bool], *, start: int, cap: int, resolution: int) -> tuple[int, list[int]]:
+def search_max_batch(
+    fits: Callable[[int], bool],
+    *,
+    start: int,
+    cap: int,
+    resolution: int,
+    estimate: Callable[[int], float | None] | None = None,
+) -> tuple[int, list[int]]:
     """The largest batch size ``b <= cap`` with ``fits(b)``, assuming fitting is monotone.
 
-    Doubles from ``start`` until a probe fails or ``cap`` is reached, then halves the gap
-    between the largest size that fit and the smallest that failed until it is at most
-    ``resolution``. Returns (that size, the sizes probed in order); 0 when even 1 fails.
+    Probes ``start`` first. Then, when ``estimate(start)`` predicts a larger limit (from the
+    memory the first probe used), gallops from that prediction: up while sizes fit, down
+    while they fail, the stride doubling from ``resolution``; otherwise doubles from
+    ``start`` until a probe fails or ``cap`` is reached. Finally halves the gap between the
+    largest size that fit and the smallest that failed until it is at most ``resolution``.
+    Returns (that size, the sizes probed in order); 0 when even 1 fails.
     """
     probed: list[int] = []
 
@@ -40,18 +52,21 @@ def search_max_batch(fits: Callable[[int], bool], *, start: int, cap: int, resol
         probed.append(b)
         return fits(b)
 
+    step = max(1, resolution)
     good, bad = 0, None
     b = max(1, min(start, cap))
-    while True:
-        if probe(b):
-            good = b
-            if b >= cap:
-                return good, probed
-            b = min(2 * b, cap)
+    if probe(b):
+        good = b
+        guess = estimate(b) if estimate is not None else None
+        target = min(cap, int(guess) // step * step) if guess is not None and math.isfinite(guess) else 0
+        if target > good:
+            good, bad = _gallop(probe, good, target, cap, step)
         else:
-            bad = b
-            break
-    step = max(1, resolution)
+            good, bad = _double(probe, good, cap)
+        if bad is None:
+            return good, probed
+    else:
+        bad = b
     while bad - good > step:
         mid = (good + bad) // 2
         if probe(mid):
@@ -62,6 +77,52 @@ def search_max_batch(fits: Callable[[int], bool], *, start: int, cap: int, resol
         if probe(1):
             good = 1
     return good, probed
+
+
+def _double(probe: Callable[[int], bool], good: int, cap: int) -> tuple[int, int | None]:
+    """From a size that fits, double until a probe fails: (largest fit, first failure or None at the cap)."""
+    while good < cap:
+        b = min(2 * good, cap)
+        if not probe(b):
+            return good, b
+        good = b
+    return good, None
+
+
+def _gallop(probe: Callable[[int], bool], good: int, target: int, cap: int, step: int) -> tuple[int, int | None]:
+    """Bracket the limit around a predicted size ``target > good``: (largest fit, smallest failure or None)."""
+    stride = step
+    if probe(target):
+        good = target
+        while good < cap:
+            b = min(good + stride, cap)
+            if not probe(b):
+                return good, b
+            good, stride = b, stride * 2
+        return good, None
+    bad = target
+    while bad - stride > good:
+        b = bad - stride
+        if probe(b):
+            return b, bad
+        bad, stride = b, stride * 2
+    return good, bad
+
+
+def memory_estimate(result: Mapping[str, Any], batch: int) -> float | None:
+    """The batch size at which a probe's memory would fill the device, extrapolated linearly.
+
+    ``resident`` (weights, gradients, optimizer state) stays whatever the batch; the rest of
+    the peak reserved memory grows with it. None when the probe reported no device memory.
+    """
+    try:
+        resident, peak, capacity = (float(result[k]) for k in ("resident", "peak_reserved", "capacity"))
+    except (KeyError, TypeError, ValueError):
+        return None
+    per_sample = (peak - resident) / batch
+    if per_sample <= 0 or capacity <= resident:
+        return None
+    return (capacity - resident) / per_sample
 
 
 def run(params: Mapping[str, Any], ctx: Any) -> None:
@@ -90,7 +151,17 @@ def run(params: Mapping[str, Any], ctx: Any) -> None:
             peaks[batch] = result
         return bool(result.get("ok"))
 
-    best, probed = search_max_batch(fits, start=params["start"], cap=params["cap"], resolution=params["resolution"])
+    estimates: list[str] = []
+
+    def estimate(batch: int) -> float | None:
+        guess = memory_estimate(peaks.get(batch, {}), batch)
+        if guess is not None:
+            estimates.append(f"memory at batch {batch} extrapolates to a limit near {guess:.0f}")
+        return guess
+
+    best, probed = search_max_batch(
+        fits, start=params["start"], cap=params["cap"], resolution=params["resolution"], estimate=estimate
+    )
     if best == 0:
         raise RuntimeError(f"not even batch 1 ran a training step of {model}; " + "; ".join(deaths))
     ctx.record("max_batch", [best])
@@ -99,6 +170,8 @@ def run(params: Mapping[str, Any], ctx: Any) -> None:
         ctx.record("peak_allocated", [peaks[best]["peak_allocated"]])
         ctx.record("peak_reserved", [peaks[best]["peak_reserved"]])
     ctx.note(f"probed batch sizes in order: {probed}")
+    for line in estimates:
+        ctx.note(line)
     if best >= params["cap"]:
         ctx.note(f"the search stopped at its cap of {params['cap']}: the true limit is at least that")
     if deaths:
@@ -115,10 +188,14 @@ WORKLOAD = Workload(
         "memory (full suite only: a search takes a minute or two). Each probe is a fresh child "
         "process that builds the model and runs two whole training steps at one batch size (the "
         "second step holds the optimizer state too), set up as in the training workloads; it reports "
-        "success or an out-of-memory error, and a child that dies without reporting counts as out of "
-        "memory. The search doubles from a start size until a probe fails (or a cap of 8192 is "
-        "reached), then bisects between the largest size that fit and the smallest that failed until "
-        "they are 128 apart; the largest size that fit is recorded (max_batch), with its peak memory."
+        "success or an out-of-memory error, with the memory it used, and a child that dies without "
+        "reporting counts as out of memory. The first probe, at batch 512, measures the memory that "
+        "stays whatever the batch (weights, gradients, optimizer state) and the peak reserved memory; "
+        "extrapolating the part that grows with the batch to the device's capacity gives a first guess. "
+        "The search probes that guess, then steps up while sizes fit or down while they fail (the step "
+        "doubling from 128), then bisects between the largest size that fit and the smallest that "
+        "failed until they are 128 apart (without a memory reading it doubles from 512 instead, up to "
+        "a cap of 8192). The largest size that fit is recorded (max_batch), with its peak memory."
         " The probed sizes are kept in the case's notes. GPU only; the smoke suite runs one tiny "
         "capped search, which records its cap as a lower bound."
     ),
@@ -132,9 +209,11 @@ WORKLOAD = Workload(
         "BERT-base（序列长度 128，FP32，AdamW），求不耗尽 GPU 显存即可完成一个训练"
         "步的最大批大小（只在 full 套件中：一次搜索要一两分钟）。每次探测都是一个新的子进程：构建模型，"
         "在某个批大小下运行两个完整训练步（第二步还持有优化器状态），设置与训练类负载相同，报告成功或显存溢出"
-        "；未报告就退出的子进程按显存溢出计。搜索从起始值开始翻倍，直到探测失败（或达到上限 8192），再在"
-        "能容纳的最大值与失败的最小值之间二分，直到两者相差不超过 128；记录能容纳的最大批大小（max_batch"
-        "）及其峰值显存。探测过的批大小写入用例备注。仅 GPU；smoke 套件运行一个很小的、有上限的搜索"
+        "以及所用显存；未报告就退出的子进程按显存溢出计。第一次探测（批大小 512）测出不随批大小变化的显存（权重、"
+        "梯度、优化器状态）和峰值保留显存；把随批大小增长的部分线性外推到设备容量，得到初始估计。搜索先探测该估计值，"
+        "能容纳就向上、失败就向下逐步探测（步长从 128 起翻倍），再在能容纳的最大值与失败的最小值之间二分，直到两者"
+        "相差不超过 128（没有显存读数时改为从 512 开始翻倍，上限 8192）；记录能容纳的最大批大小（max_batch"
+"）及其峰值显存。探测过的批大小写入用例备注。仅 GPU；smoke 套件运行一个很小的、有上限的搜索"
         "，记录的上限只是下界。"
     ),
 )
