@@ -172,7 +172,9 @@ def test_search_max_batch_from_an_estimate_finds_the_limit_however_far_off_it_is
 
 
 def test_a_good_estimate_saves_probes():
-    fits = lambda b: b <= 1700  # noqa: E731  (an H200's ResNet-50 FP32 limit is near this)
+    def fits(b: int) -> bool:
+        return b <= 1700  # an H200's ResNet-50 FP32 limit is near this
+
     _, blind = search_max_batch(fits, start=512, cap=8192, resolution=128)
     best, guided = search_max_batch(fits, start=512, cap=8192, resolution=128, estimate=lambda b: 1750.0)
     assert best == 1664 and guided == [512, 1664, 1792]
