@@ -28,6 +28,7 @@ from collector.schema import (
     is_valid_run_id,
     records_to_table,
     sanitize_label,
+    upgrade_table,
     validate_table,
 )
 
@@ -229,6 +230,7 @@ def read_table(path: Path, kind: str) -> tuple[pa.Table, dict[str, str]]:
     try:
         _check_strings(table, f"{path}: ")
         meta = validate_table(kind, table, where=str(path))
+        table = upgrade_table(kind, table)  # a version 1 file gains the newer columns, null
     except SchemaError as e:
         raise ArchiveError(str(e)) from e
     except Exception as e:  # anything else a damaged file provokes is still one line

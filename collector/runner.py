@@ -627,6 +627,7 @@ class Runner:
             bytes=finite_or_none(_number(result.get("bytes"), None)),
             items=finite_or_none(_number(result.get("items"), None)),
             items_unit=_clean_text(result.get("items_unit")),
+            family=registry()[case.workload].family if case.workload in registry() else None,
         )
         # Swap the lists in whole, so a signal arriving here sees either the old state or
         # the new one; the attempt stops being in flight once it is in memory.

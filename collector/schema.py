@@ -13,6 +13,18 @@ A run lives in ``runs/<label>/<run_id>/`` as three Parquet files, each carrying
 Change log (bump ``SCHEMA_VERSION`` on any change a reader must know about):
 
 * 1 (2026-12): first version.
+* 2 (2026-12): ``cases.parquet`` gains four nullable columns: ``family`` (the article
+  section the workload belonged to when it ran, so an old run is read by what it
+  recorded), ``round`` and ``position`` (for a run recorded with ``--interleave``: the
+  round, which is the worker-process index shared by every stack of the run, and the
+  stack's place within that round, 0 = first; rounds alternate the order A B, B A, ...
+  so order effects cancel in a paired analysis), and ``settings`` (a JSON object of the
+  effective settings a case ran with, e.g. TF32 flags and matmul precision). The run
+  section of ``environment.parquet`` gains ``interleave_group`` (one id shared by the
+  runs recorded together by one ``--interleave`` invocation). An optional fourth file,
+  ``gpu_state.parquet`` (``GPU_STATE_FILE``), holds the GPU's state per case and
+  process. Version 1 runs are read as version 2 with those columns null; a version 1
+  run recorded with ``interleaved`` = True pairs by process index, as it ran.
 """
 
 from __future__ import annotations
@@ -25,12 +37,17 @@ from typing import Any, Iterable, Mapping
 
 import pyarrow as pa
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+# Versions this reader accepts; older ones are upgraded on read (missing columns null).
+READABLE_SCHEMA_VERSIONS = (1, 2)
 
 ENVIRONMENT_FILE = "environment.parquet"
 CASES_FILE = "cases.parquet"
 SAMPLES_FILE = "samples.parquet"
 RUN_FILES = (ENVIRONMENT_FILE, CASES_FILE, SAMPLES_FILE)
+# Optional: the GPU's state (clocks, power, temperature, throttle reasons, other
+# processes) sampled during each case's timed blocks, one row per (case, process, gpu).
+GPU_STATE_FILE = "gpu_state.parquet"
 
 META_SCHEMA_VERSION = b"schema_version"
 META_RUN_ID = b"run_id"
@@ -138,6 +155,10 @@ class CaseRecord:
     bytes: float | None = None
     items: float | None = None
     items_unit: str | None = None
+    family: str | None = None
+    round: int | None = None
+    position: int | None = None
+    settings: str | None = None
 
 
 @dataclass(frozen=True)
@@ -178,8 +199,19 @@ CASES_SCHEMA = pa.schema(
         pa.field("bytes", pa.float64()),
         pa.field("items", pa.float64()),
         pa.field("items_unit", pa.string()),
+        # Schema 2: see the change log.
+        pa.field("family", pa.string()),
+        pa.field("round", pa.int32()),
+        pa.field("position", pa.int32()),
+        pa.field("settings", pa.string()),
     ]
 )
+
+# Columns added after version 1, per file: a version 1 file lacks them and is read with
+# them null (``upgrade_table``).
+ADDED_COLUMNS: dict[str, tuple[str, ...]] = {
+    CASES_FILE: ("family", "round", "position", "settings"),
+}
 
 SAMPLES_SCHEMA = pa.schema(
     [
@@ -290,12 +322,13 @@ def validate_table(kind: str, table: pa.Table, *, where: str = "") -> dict[str, 
         raise SchemaError(f"{prefix}no schema_version in the file's metadata (not an imagebench run file)")
     if not version.isdigit():
         raise SchemaError(f"{prefix}schema_version {version!r} is not a number")
-    if int(version) != SCHEMA_VERSION:
+    if int(version) not in READABLE_SCHEMA_VERSIONS:
         newer = "newer than" if int(version) > SCHEMA_VERSION else "older than"
         raise SchemaError(
             f"{prefix}schema_version {version} is {newer} this imagebench's {SCHEMA_VERSION}; "
             "use a matching imagebench to read it"
         )
+    table = upgrade_table(kind, table)
     if not meta.get("run_id"):
         raise SchemaError(f"{prefix}no run_id in the file's metadata")
     expected = SCHEMAS[kind]
@@ -316,6 +349,21 @@ def validate_table(kind: str, table: pa.Table, *, where: str = "") -> dict[str, 
         _check_values(table, "better", (BETTER_LOWER, BETTER_HIGHER, BETTER_NONE), prefix)
         _check_sample_values(table, prefix)
     return meta
+
+
+def upgrade_table(kind: str, table: pa.Table) -> pa.Table:
+    """``table`` with every column added since version 1 present (null where missing).
+
+    Only columns listed in ``ADDED_COLUMNS`` are filled in; the metadata is kept, so the
+    file's own ``schema_version`` still says what it was written as.
+    """
+    schema = SCHEMAS.get(kind)
+    if schema is None:
+        return table
+    for name in ADDED_COLUMNS.get(kind, ()):
+        if name not in table.column_names:
+            table = table.append_column(schema.field(name), pa.nulls(table.num_rows, type=schema.field(name).type))
+    return table
 
 
 def _check_values(table: pa.Table, column: str, allowed: tuple[str, ...], prefix: str) -> None:
