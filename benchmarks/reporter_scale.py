@@ -81,7 +81,8 @@ def write_synthetic_archive(out: Path, n_runs: int, n_cases: int, seed: int = 0)
              pa.array(["cuda_event"] * attempts), pa.array(["cuda"] * attempts),
              pa.array(np.full(attempts, 1_796_220_000_000_000 + r, dtype=np.int64), type=pa.timestamp("us", tz="UTC")),
              pa.array(np.ones(attempts)), pa.array(np.full(attempts, 1e9)), pa.array([None] * attempts, type=pa.float64()),
-             pa.array([None] * attempts, type=pa.float64()), pa.array([None] * attempts, type=pa.string())],
+             pa.array([None] * attempts, type=pa.float64()), pa.array([None] * attempts, type=pa.string()),
+             *(pa.nulls(attempts, type=f.type) for f in list(CASES_SCHEMA)[14:])],  # schema 2's optional columns
             schema=CASES_SCHEMA,
         ).replace_schema_metadata(meta)
         env_values = ["complete", "synthetic", "0.0.0+synthetic", "0.0", "Synthetic GPU", "synthetic-host"]
