@@ -118,7 +118,7 @@ def not_parquet_at_all(root: Path) -> tuple[str, str]:
 def schema_version_from_the_future(root: Path) -> tuple[str, str]:
     path = bad_run(root) / s.SAMPLES_FILE
     rewrite(path, lambda t: t.replace_schema_metadata({**t.schema.metadata, b"schema_version": b"99"}), keep_meta=False)
-    return f"{RUN}/samples.parquet", "schema_version 99 is newer than this imagebench's 1"
+    return f"{RUN}/samples.parquet", f"schema_version 99 is newer than this imagebench's {s.SCHEMA_VERSION}"
 
 
 def schema_version_not_a_number(root: Path) -> tuple[str, str]:
