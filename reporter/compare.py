@@ -75,6 +75,7 @@ from reporter.stats import (
     compute_run_variance,
     compute_runs_needed,
     compute_verdict,
+    moderated_components,
     squeeze_variances,
 )
 
@@ -438,8 +439,36 @@ def _borrow_pool(archive: Archive, sides: dict[str, Archive]) -> pd.DataFrame:
     return _ranked(sub)
 
 
+def _moderated(
+    values: np.ndarray, rows: np.ndarray, sides: np.ndarray, groups: np.ndarray, units: np.ndarray, *,
+    sign: np.ndarray, n_rows: int, n_sides: int, x: np.ndarray, moderate: bool,
+) -> tuple[OneWay, tuple[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray], float, np.ndarray]:
+    """The rows' one-way layout and their mean squares, moderated apart from the shared per-unit effects.
+
+    ``units`` identifies each value's unit (process, or round when paired) across rows;
+    ``sign`` orients each row (+1 higher is better) so that a slow process lowers every
+    row alike. Returns the layout, (ms_within, df), (ms_between, df), and the prior df and
+    variance of the case-specific within-run part (for planning rows with too few units).
+    """
+    ow = compute_oneway(values, rows, sides, groups, n_rows=n_rows, n_sides=n_sides)
+    if not moderate or values.size == 0:
+        return ow, (ow.ms_within, ow.df_within), (ow.ms_between, ow.df_between), 0.0, np.full(n_rows, np.nan)
+    o = values * sign[rows]
+    resid = o - ow.mean[rows, sides] * sign[rows]
+    n_units = int(units.max()) + 1
+    with np.errstate(invalid="ignore"):
+        z = np.bincount(units, weights=resid, minlength=n_units) / np.bincount(units, minlength=n_units)
+    spec = compute_oneway(values - sign[rows] * z[units], rows, sides, groups, n_rows=n_rows, n_sides=n_sides)
+    first = np.unique(units, return_index=True)[1]
+    shared = compute_oneway(z[units[first]], np.zeros(first.size, np.int64), sides[first], groups[first],
+                            n_rows=1, n_sides=n_sides)
+    within, between = moderated_components(spec, shared, x)
+    prior = squeeze_variances(spec.ms_within, spec.df_within, x)
+    return ow, within, between, prior.df_prior, prior.s2_prior + (shared.ms_within[0] if np.isfinite(shared.ms_within[0]) else 0.0)
+
+
 def _pool_run_variance(
-    pool: pd.DataFrame, code_of: dict[tuple[str, str], int], n_rows: int, x: np.ndarray, moderate: bool
+    pool: pd.DataFrame, code_of: dict[tuple[str, str], int], n_rows: int, x: np.ndarray, moderate: bool, sign: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per row: the run-level variance borrowed from ``pool``, its df, and the runs it rests on."""
     nan = np.full(n_rows, np.nan)
@@ -452,13 +481,12 @@ def _pool_run_variance(
     if p.empty:
         return nan, nan, np.zeros(n_rows)
     label = pd.factorize(p["label"])[0]
-    ow = compute_oneway(np.log(p["median"].to_numpy(np.float64)), code, label, pd.factorize(p["run_id"])[0],
-                        n_rows=n_rows, n_sides=int(label.max()) + 1)
-    within = squeeze_variances(ow.ms_within, ow.df_within, x) if moderate else None
-    between = squeeze_variances(ow.ms_between, ow.df_between, x) if moderate else None
-    w = (within.s2, within.df) if within else (ow.ms_within, ow.df_within)
-    bt = (np.where(ow.df_between > 0, between.s2, np.nan), between.df) if between else (ow.ms_between, ow.df_between)
-    var, df = compute_run_variance(ow, w, bt)
+    units = _codes(p["run_id"], p["process"])
+    ow, within, between, _, _ = _moderated(
+        np.log(p["median"].to_numpy(np.float64)), code, label, pd.factorize(p["run_id"])[0], units,
+        sign=sign, n_rows=n_rows, n_sides=int(label.max()) + 1, x=x, moderate=moderate,
+    )
+    var, df = compute_run_variance(ow, within, between)
     n_runs = np.where(ow.df_between > 0, np.sum(np.where(ow.n_groups >= 2, ow.n_groups, 0), axis=1), 0)
     return var, df, n_runs
 
@@ -507,6 +535,7 @@ def _compare_rows(
     testable = ~deterministic & ~nonpositive
 
     # The units that enter: all of them, or those with a partner in their round when paired.
+    sign = np.where(higher, 1.0, -1.0)
     if pairs:
         pair_of_b = {b: i for i, (b, _) in enumerate(pairs)}
         pair_of_c = {c: i for i, (_, c) in enumerate(pairs)}
@@ -518,8 +547,9 @@ def _compare_rows(
         yb = np.log(both["median_b"].to_numpy(np.float64))
         yc = np.log(both["median_c"].to_numpy(np.float64))
         grp = both["pair"].to_numpy(np.int64)
-        ind = compute_oneway(np.r_[yb, yc], np.r_[rows_arr, rows_arr], np.r_[np.zeros_like(rows_arr), np.ones_like(rows_arr)],
-                             np.r_[grp, grp], n_rows=n)
+        rnd = _codes(both["pair"], both["round"])
+        ind_arrays = (np.r_[yb, yc], np.r_[rows_arr, rows_arr], np.r_[np.zeros_like(rows_arr), np.ones_like(rows_arr)],
+                      np.r_[grp, grp], np.r_[rnd, rnd + rnd.max() + 1] if rnd.size else np.r_[rnd, rnd])
         spread = np.r_[both["spread_b"].to_numpy(), both["spread_c"].to_numpy()]
         spread_rows = np.r_[rows_arr, rows_arr]
     else:
@@ -527,34 +557,26 @@ def _compare_rows(
         for s, u in ((0, ub), (1, uc)):
             u = u[testable[u["row"].to_numpy()]]
             parts.append((u["row"].to_numpy(np.int64), np.full(len(u), s), pd.factorize(u["run_id"])[0],
-                          np.log(u["median"].to_numpy(np.float64)), u["spread"].to_numpy()))
+                          np.log(u["median"].to_numpy(np.float64)), u["spread"].to_numpy(),
+                          _codes(u["run_id"], u["process"])))
         rows_arr = np.r_[parts[0][0], parts[1][0]]
-        ind = compute_oneway(np.r_[parts[0][3], parts[1][3]], rows_arr, np.r_[parts[0][1], parts[1][1]],
-                             np.r_[parts[0][2], parts[1][2]], n_rows=n)
+        ind_arrays = (np.r_[parts[0][3], parts[1][3]], rows_arr, np.r_[parts[0][1], parts[1][1]],
+                      np.r_[parts[0][2], parts[1][2]], np.r_[parts[0][5], parts[1][5] + len(parts[0][5])])
         spread = np.r_[parts[0][4], parts[1][4]]
         spread_rows = rows_arr
     x = _covariate(spread, spread_rows, n)
-
-    def squeezed(ow: OneWay) -> tuple[tuple[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray], float, np.ndarray]:
-        if not moderate:
-            return (ow.ms_within, ow.df_within), (ow.ms_between, ow.df_between), 0.0, np.full(n, np.nan)
-        w = squeeze_variances(np.where(testable, ow.ms_within, np.nan), np.where(testable, ow.df_within, 0), x)
-        bt = squeeze_variances(np.where(testable, ow.ms_between, np.nan), np.where(testable, ow.df_between, 0), x)
-        between = (np.where(ow.df_between > 0, bt.s2, np.nan), np.where(ow.df_between > 0, bt.df, 0))
-        return (np.where(ow.df_within > 0, w.s2, np.nan), w.df), between, w.df_prior, w.s2_prior
-
-    w_ind, b_ind, d0_ind, prior_ind = squeezed(ind)
+    ind, w_ind, b_ind, d0_ind, prior_ind = _moderated(*ind_arrays, sign=sign, n_rows=n, n_sides=2, x=x, moderate=moderate)
     borrowed_runs = np.zeros(n)
     if pairs:
-        d = compute_oneway(yc - yb, rows_arr, np.zeros_like(rows_arr), grp, n_rows=n, n_sides=1)
-        w_t, b_t, d0, prior = squeezed(d)
+        d, w_t, b_t, d0, prior = _moderated(yc - yb, rows_arr, np.zeros_like(rows_arr), grp, rnd, sign=sign, n_rows=n,
+                                            n_sides=1, x=x, moderate=moderate)
         tests = compute_hierarchical_tests(d, higher_is_better=higher, paired=True, within=w_t, between=b_t,
                                            confidence=confidence)
         test_ow = d
     else:
         borrowed = None
         if (testable & (ind.df_between == 0)).any():
-            var, dfv, borrowed_runs = _pool_run_variance(_borrow_pool(archive, sides), code_of, n, x, moderate)
+            var, dfv, borrowed_runs = _pool_run_variance(_borrow_pool(archive, sides), code_of, n, x, moderate, sign)
             borrowed = (var, dfv)
         tests = compute_hierarchical_tests(ind, higher_is_better=higher, paired=False, within=w_ind, between=b_ind,
                                            borrowed=borrowed, confidence=confidence)
@@ -839,6 +861,13 @@ def _advice(tested: pd.DataFrame) -> Advice | None:
 
 
 # -------------------------------------------------------------------- helpers
+
+
+def _codes(*columns: pd.Series) -> np.ndarray:
+    """One integer code per distinct combination of the columns' values."""
+    if not len(columns[0]):
+        return np.zeros(0, np.int64)
+    return pd.MultiIndex.from_arrays([np.asarray(c) for c in columns]).factorize()[0].astype(np.int64)
 
 
 def _group(df: pd.DataFrame, keys: list[str]) -> tuple[np.ndarray, pd.DataFrame]:

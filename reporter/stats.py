@@ -453,6 +453,47 @@ def squeeze_variances(s2: ArrayLike, df: ArrayLike, covariate: ArrayLike | None 
     return Squeezed(post, df_post, prior, float(d0))
 
 
+def moderated_components(
+    specific: OneWay, shared: OneWay, covariate: ArrayLike | None = None
+) -> tuple[tuple[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]:
+    """Within- and between-run mean squares of every row: case-specific parts moderated, shared parts not.
+
+    Args:
+        specific: the rows' layout of their values minus each unit's shared effect (the
+            unit's mean residual over all rows: a slow process or a hot run moves every
+            case it ran).
+        shared: the one-row layout of those per-unit shared effects.
+        covariate: the trend covariate of ``squeeze_variances``.
+
+    Returns:
+        ``((ms_within, df), (ms_between, df))`` per row, for ``compute_hierarchical_tests``.
+
+    Why: an effect shared by all cases of a process or run is one realisation for every
+    row of the article. Its variance agrees across rows because it is the same number,
+    not because each row has measured it well, so moderating it would credit every row
+    with the whole article's degrees of freedom for a quantity the article has seen only
+    ``processes - runs`` (or ``runs - 1``) times, and shared effects would be called
+    better/worse together. The case-specific parts are independent across rows and are
+    moderated (Smyth 2004); the shared parts keep their own df; each sum's df is
+    Satterthwaite's.
+    """
+    w = squeeze_variances(specific.ms_within, specific.df_within, covariate)
+    b = squeeze_variances(specific.ms_between, specific.df_between, covariate)
+    b_s2 = np.where(specific.df_between > 0, b.s2, np.nan)
+
+    def add(s2: np.ndarray, df: np.ndarray, extra: float, extra_df: float) -> tuple[np.ndarray, np.ndarray]:
+        if not (np.isfinite(extra) and extra_df > 0):
+            return s2, df
+        total = s2 + extra
+        with np.errstate(invalid="ignore", divide="ignore"):
+            dft = total**2 / (np.where(df > 0, s2**2 / df, 0.0) + extra**2 / extra_df)
+        return total, np.minimum(np.where(np.isfinite(dft), dft, df), np.maximum(df, extra_df))
+
+    within = add(w.s2, w.df, float(shared.ms_within[0]), float(shared.df_within[0]))
+    between = add(b_s2, b.df, float(shared.ms_between[0]), float(shared.df_between[0]))
+    return within, between
+
+
 # ------------------------------------------------------------ hierarchical tests
 
 
@@ -831,7 +872,7 @@ def adjust_pvalues(p: ArrayLike, method: str = "bh") -> np.ndarray:
     else:
         adj = np.minimum.accumulate(np.minimum(1.0, m * ranked / i)[::-1])[::-1]
     res = np.empty(m)
-    res[order] = adj
+    res[order] = np.maximum(adj, ranked)  # m p / i rounds below p when i = m
     flat_out = out.ravel()
     flat_out[ok] = res
     return flat_out.reshape(arr.shape)
