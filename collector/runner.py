@@ -20,6 +20,7 @@ import fnmatch
 import json
 import os
 import queue
+import secrets
 import shutil
 import signal
 import subprocess
@@ -27,7 +28,7 @@ import sys
 import tempfile
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable
 
@@ -124,6 +125,8 @@ class Task:
     stack_index: int
     process: int
     case: Case
+    # With --interleave: the stack's place in its round (0 = first); None otherwise.
+    position: int | None = None
 
 
 class WorkerDied(Exception):
@@ -474,12 +477,19 @@ class Runner:
                         stack_tasks.append(Task(s, proc, case))
             per_stack.append(stack_tasks)
         if self.options.interleave and len(per_stack) > 1:
-            # A B A B ...: machine drift falls on every stack alike.
-            longest = max(len(t) for t in per_stack)
-            for i in range(longest):
-                for stack_tasks in per_stack:
-                    if i < len(stack_tasks):
-                        tasks.append(stack_tasks[i])
+            # Round p is process p of every stack, case by case: A B in even rounds, B A in
+            # odd ones, so machine drift falls on every stack alike and an order effect
+            # (the second of a pair runs warmer) cancels over rounds in the paired analysis.
+            for proc in range(n):
+                order = list(range(len(per_stack)))
+                if proc % 2:
+                    order.reverse()
+                in_round = [[t for t in per_stack[s] if t.process == proc] for s in order]
+                longest = max((len(t) for t in in_round), default=0)
+                for i in range(longest):
+                    for pos, stack_tasks in enumerate(in_round):
+                        if i < len(stack_tasks):
+                            tasks.append(replace(stack_tasks[i], position=pos))
         else:
             for stack_tasks in per_stack:
                 tasks += stack_tasks
@@ -628,6 +638,8 @@ class Runner:
             items=finite_or_none(_number(result.get("items"), None)),
             items_unit=_clean_text(result.get("items_unit")),
             family=registry()[case.workload].family if case.workload in registry() else None,
+            round=task.process if task.position is not None else None,
+            position=task.position,
         )
         # Swap the lists in whole, so a signal arriving here sees either the old state or
         # the new one; the attempt stops being in flight once it is in memory.
@@ -726,6 +738,9 @@ def start_run(options: RunOptions, planned: list[Planned] | None = None) -> list
     if len(set(labels)) != len(labels):
         raise RunError(f"two stacks would be recorded under the same label ({', '.join(labels)}); give each a --label")
     planned = [] if planned is None else planned
+    interleaved = options.interleave and len(probes) > 1
+    # One id shared by the runs of this invocation, so the reporter can pair them.
+    group = secrets.token_hex(8) if interleaved else None
     for (stack, device, fingerprint, suite, cases), label in zip(probes, labels):
         # Staged: the folder appears under its run id only with all three files in it.
         writer = RunWriter.create(options.out, label, staged=True)
@@ -739,12 +754,14 @@ def start_run(options: RunOptions, planned: list[Planned] | None = None) -> list
             "time_budget": "" if options.time_budget is None else str(options.time_budget),
             "case_timeout": "" if options.case_timeout is None else str(options.case_timeout),
             "python": stack.python,
-            "interleaved": str(options.interleave and len(probes) > 1),
+            "interleaved": str(interleaved),
             "started_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
             "cases_planned": str(len(cases)),
             "policy": json.dumps(_policy_for(suite, options).__dict__, sort_keys=True),
             "collector_version": __version__,
         }
+        if group:
+            run_entries["interleave_group"] = group
         if stack.label and stack.label != writer.label:
             run_entries["label_given"] = stack.label
         p = Planned(stack, device, fingerprint, writer, cases, run_entries=run_entries)

@@ -85,6 +85,11 @@ class NoteCode(str, enum.Enum):
     GPU_SHARED = "gpu_shared"
     # SM clocks differ between the sides by more than 2%: baseline_mhz, candidate_mhz
     CLOCKS_DIFFER = "clocks_differ"
+    # one run a side, run-to-run variation borrowed from other runs of the case on the same
+    # device: runs (how many runs the borrowed component rests on)
+    RUN_LEVEL_BORROWED = "run_level_borrowed"
+    # no significant difference, but the CI reaches beyond the wide band: band (fraction)
+    TOO_NOISY = "too_noisy"
 
 
 @dataclass(frozen=True)

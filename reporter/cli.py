@@ -66,9 +66,9 @@ def cli() -> None:
 @click.option("--noise", type=float, default=1.0, show_default=True, callback=_percent, metavar="PCT",
               help="Noise band in percent: better/worse needs the whole CI beyond it.")
 @click.option("--single-band", type=float, default=10.0, show_default=True, callback=_percent, metavar="PCT",
-              help="The wider band (percent) used when a side has fewer than 3 processes.")
-@click.option("--correction", type=click.Choice(["holm", "bh"]), default="holm", show_default=True,
-              help="Multiple-comparison correction across the cases.")
+              help="A row with no significant difference whose CI reaches beyond this band (percent) is noted as too noisy.")
+@click.option("--correction", type=click.Choice(["holm", "bh"]), default="bh", show_default=True,
+              help="Multiple-comparison correction across the rows: bh (false discovery rate) or holm (family-wise).")
 @strict_option
 def compare_command(
     baseline: str, candidate: str, runs_dir: str, fmt: str, noise: float, single_band: float, correction: str, strict: bool

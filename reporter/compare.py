@@ -1,92 +1,267 @@
 """Per-label summaries and label-against-label comparisons of an archive (tables in, tables out).
 
-This module turns an ``Archive`` into the numbers pages and the CLI show: it groups
-samples with pandas and hands arrays to the pure functions of ``reporter.stats``. It
-never prints. The unit of replication is the worker process: one unit is one
-``(run_id, process)`` pair, summarised by the median of its samples.
+This module arranges an ``Archive``'s samples into the arrays of ``reporter.stats`` and
+puts the results back into tables; it never prints. The unit of replication is the
+worker process: one unit is one ``(run_id, process)`` pair, summarised by the median of
+its samples; units sit in runs. See ``compare_labels`` for the model and the columns.
+
+The contract of ``compare_labels`` (what pages and the CLI build on):
+
+``Comparison.rows``, one row per (case, metric) measured on both sides, columns:
+
+* ``case_id``, ``workload``, ``family`` (``cases.family`` as recorded, else the workload
+  registry's, else ``other``), ``params``, ``metric``, ``unit``, ``better``;
+* ``baseline_value``, ``candidate_value``: the per-side estimates the ratio is computed
+  from (geometric means over runs of the run's geometric mean of process medians), so
+  ``ratio`` is exactly ``baseline_value / candidate_value`` for lower-is-better metrics
+  and ``candidate_value / baseline_value`` for higher-is-better ones, and the two never
+  disagree in direction; ``baseline_ci_low`` ... ``candidate_ci_high``: their 95% CIs
+  (same variance model as the ratio; NaN with one unit on the side or no variance);
+* ``baseline_median``, ``candidate_median``: pooled sample medians (details only);
+* ``ratio``, ``ci_low``, ``ci_high`` (> 1: the candidate is better), ``p_value``,
+  ``p_adjusted`` (Benjamini–Hochberg over the article's tested rows by default);
+* ``verdict`` (a ``collector.vocabulary.Verdict`` value), ``notes`` (a tuple of
+  ``collector.vocabulary.Note``), ``note`` (their English text joined by "; "),
+  ``analysis`` (an ``Analysis`` value);
+* ``mde``: the smallest relative change the row could detect at 80% power, a fraction
+  (``reporter.stats.compute_mde``); ``processes_needed``: processes per side (rounds when
+  paired) for the MDE to reach ±2% at the current number of runs, or, for a row with too
+  few units, at least the 2 it needs for a verdict (NaN: more processes cannot get there;
+  more runs are needed);
+* ``n_baseline_units``, ``n_candidate_units`` (processes), ``n_baseline_runs``,
+  ``n_candidate_runs``, ``n_baseline_samples``, ``n_candidate_samples``;
+* ``flops``, ``bytes``, ``items``, ``items_unit`` where recorded.
+
+``Comparison.geomean`` (overall) and ``geomeans`` (per family): ``reporter.stats.Geomean``
+of the ``geomean_metric`` rows that were tested, with the CI over replicate units.
+``analysis`` is ``paired`` when the sides are one interleaved recording, else
+``hierarchical``; ``run_level_covered`` says whether every tested row's CI holds a
+run-to-run component (replicated, or borrowed from other runs on the same device);
+``mde`` is the median of the tested rows' MDEs (what a typical row could detect);
+``advice`` names the noisiest family (largest median MDE) and the processes / runs per
+side that would resolve ±2% there.
+
+``reporter compare --format json`` serialises this (``reporter.tables``).
 """
 
 from __future__ import annotations
 
+import math
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pandas as pd
+from scipy.special import stdtr, stdtrit
 
 from collector.schema import BETTER_HIGHER, BETTER_LOWER
+from collector.vocabulary import Analysis, Note, NoteCode, Verdict
 from reporter.errors import ReporterError
-from reporter.load import Archive, Problem
+from reporter.load import Archive, Problem, _rows_of
+from reporter.notes import note_text
 from reporter.stats import (
     MIN_UNITS,
+    RESOLVE,
     VERDICTS,
     Geomean,
+    OneWay,
     adjust_pvalues,
-    compute_geomean,
     compute_grouped_summaries,
-    compute_log_ratio_tests,
+    compute_hierarchical_tests,
+    compute_location_cis,
+    compute_mde,
+    compute_oneway,
+    compute_processes_needed,
+    compute_run_variance,
+    compute_runs_needed,
     compute_verdict,
+    moderated_components,
+    squeeze_variances,
 )
 
 # The metric the suite-level geometric mean is taken over: one ratio per case, so a
 # case's wall time and memory do not count it twice. Other metrics when none is "time".
 GEOMEAN_METRIC = "time"
+OTHER_FAMILY = "other"
+# Two runs of an interleaved recording of schema 1 (no interleave_group) started this
+# close together.
+PAIR_WINDOW_S = 60.0
 
 SUMMARY_COLUMNS = (
     "label", "case_id", "workload", "params", "metric", "unit", "better", "median", "ci_low", "ci_high",
-    "mean", "q1", "q3", "iqr", "cv", "n_samples", "n_processes", "n_runs",
+    "mean", "q1", "q3", "iqr", "cv", "n_samples", "n_processes", "n_runs", "estimate", "runs_covered",
 )
 WORK_COLUMNS = ("flops", "bytes", "items", "items_unit")
 SIDES = ("baseline", "candidate")
 
 
+@dataclass(frozen=True)
+class Advice:
+    """What it would take to resolve ±``target`` in the noisiest family of an article.
+
+    ``processes``: processes per side at the current runs (None: processes alone cannot,
+    the run-to-run component is too large); ``runs``: runs per side at the current
+    processes per run; ``mde``: the family's median MDE now.
+    """
+
+    family: str
+    mde: float
+    processes: int | None
+    runs: int | None
+    target: float = RESOLVE
+
+
 @dataclass
 class Comparison:
-    """A candidate selection compared with a baseline selection.
-
-    ``rows``: one row per (case, metric) measured on both sides, sorted by workload and
-    case, with the columns listed in ``compare_labels``. ``geomean``: the geometric mean
-    of the ``geomean_metric`` ratios with its CI. ``unmatched``: (case_id, metric, side)
-    for what only one side measured (side is the one that has it). ``counts``: verdict
-    -> number of rows. ``problems``: runs skipped while loading.
-    """
+    """A candidate selection compared with a baseline selection (see the module docstring)."""
 
     baseline: str
     candidate: str
     rows: pd.DataFrame
     geomean: Geomean
+    geomeans: dict[str, Geomean]
     geomean_metric: str | None
     unmatched: list[tuple[str, str, str]]
     counts: dict[str, int]
     noise: float
     single_band: float
     correction: str
+    alpha: float = 0.05
+    analysis: str = Analysis.HIERARCHICAL.value
+    run_level_covered: bool = False
+    mde: float = float("nan")
+    advice: Advice | None = None
     problems: list[Problem] = field(default_factory=list)
 
 
-def compute_summaries(archive: Archive, *, confidence: float = 0.95) -> pd.DataFrame:
-    """Median with CI, mean, quartiles, CV and counts per (label, case, metric).
+# ------------------------------------------------------------------------ units
 
-    Only samples of attempts recorded ``ok`` count (``Archive.ok_samples``). The CI is
-    ``reporter.stats.compute_grouped_summaries``' (Woodruff's, one cluster per worker
-    process). Columns: ``SUMMARY_COLUMNS``; sorted by label, case and metric.
+
+def _units(samples: pd.DataFrame) -> pd.DataFrame:
+    """One row per (run, case, metric, process): the median of its samples and their spread.
+
+    Columns: label, run_id, case_id, metric, process, unit, better, median, n, vmin,
+    vmax, spread (the within-process sampling variance of the log median,
+    ``(π/2)(1.4826·MAD)²/n`` of the log samples; NaN with fewer than 3 samples).
+    """
+    if samples.empty:
+        return pd.DataFrame(columns=["label", "run_id", "case_id", "metric", "process", "unit", "better", "median",
+                                     "n", "vmin", "vmax", "spread"])
+    run = samples["run_id"].cat.codes.to_numpy(np.int64)
+    case = samples["case_id"].cat.codes.to_numpy(np.int64)
+    met = samples["metric"].cat.codes.to_numpy(np.int64)
+    proc = samples["process"].to_numpy(np.int64)
+    nc, nm, npr = case.max() + 1, met.max() + 1, proc.max() + 1
+    key = ((run * nc + case) * nm + met) * npr + proc
+    values = samples["value"].to_numpy(np.float64)
+    order = np.lexsort((values, key))
+    k, v = key[order], values[order]
+    starts = np.flatnonzero(np.r_[True, k[1:] != k[:-1]])
+    n = np.diff(np.r_[starts, k.size])
+    med = 0.5 * (v[starts + (n - 1) // 2] + v[starts + n // 2])
+    vmin, vmax = v[starts], v[starts + n - 1]
+    group = np.repeat(np.arange(starts.size), n)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        logs = np.log(np.where(v > 0, v, np.nan))
+        dev = np.abs(logs - np.log(np.where(med > 0, med, np.nan))[group])
+    dev = np.where(np.isfinite(dev), dev, np.inf)
+    o2 = np.lexsort((dev, group))
+    d2 = dev[o2]
+    mad = 0.5 * (d2[starts + (n - 1) // 2] + d2[starts + n // 2])
+    spread = np.where((n >= 3) & np.isfinite(mad), (np.pi / 2) * (1.4826 * mad) ** 2 / n, np.nan)
+    first = order[starts]
+    return pd.DataFrame(
+        {
+            "label": samples["label"].to_numpy()[first].astype(str),
+            "run_id": samples["run_id"].to_numpy()[first].astype(str),
+            "case_id": samples["case_id"].to_numpy()[first].astype(str),
+            "metric": samples["metric"].to_numpy()[first].astype(str),
+            "process": proc[first],
+            "unit": samples["unit"].to_numpy()[first].astype(str),
+            "better": samples["better"].to_numpy()[first].astype(str),
+            "median": med,
+            "n": n,
+            "vmin": vmin,
+            "vmax": vmax,
+            "spread": spread,
+        }
+    )
+
+
+def _ranked(archive: Archive) -> pd.DataFrame:
+    """The units of ``archive``'s ranked metrics (better lower/higher) with their round."""
+    s = archive.ok_samples()
+    s = s[s["better"].isin([BETTER_LOWER, BETTER_HIGHER])]
+    u = _units(s)
+    if u.empty:
+        u["round"] = pd.Series(dtype=np.int64)
+        return u
+    c = archive.cases
+    rounds = pd.DataFrame(
+        {
+            "run_id": c["run_id"].astype(str).to_numpy(),
+            "case_id": c["case_id"].astype(str).to_numpy(),
+            "process": c["process"].to_numpy(np.int64),
+            "round": c["round"].to_numpy(),
+        }
+    ).drop_duplicates(["run_id", "case_id", "process"])
+    u = u.merge(rounds, on=["run_id", "case_id", "process"], how="left")
+    # Schema 1, or a run without --interleave: the round is the process index, as it ran.
+    u["round"] = pd.to_numeric(u["round"], errors="coerce").fillna(u["process"]).astype(np.int64)
+    return u
+
+
+# ------------------------------------------------------------------ summaries
+
+
+def compute_summaries(archive: Archive, *, confidence: float = 0.95) -> pd.DataFrame:
+    """Median, a hierarchical 95% CI, mean, quartiles, CV and counts per (label, case, metric).
+
+    Only samples of attempts recorded ``ok`` count (``Archive.ok_samples``). ``median``,
+    ``mean``, ``q1``, ``q3``, ``iqr`` and ``cv`` describe the pooled samples.
+    ``estimate`` is the label's location as comparisons use it: the geometric mean over
+    runs of the run's geometric mean of process medians; ``ci_low``/``ci_high`` are its
+    95% CI from ``reporter.stats.compute_location_cis`` (processes within runs, runs
+    when there are two or more: ``runs_covered``). With a single process there is no
+    between-process variation to build an interval from: the CI is NaN. Values that are
+    zero or negative have no log: a constant gives the zero-width interval at its value,
+    anything else NaN. Columns: ``SUMMARY_COLUMNS``; sorted by label, case and metric.
     """
     s = archive.ok_samples()
     if s.empty:
         return pd.DataFrame({c: [] for c in SUMMARY_COLUMNS})
     keys = ["label", "case_id", "metric"]
     codes, groups = _group(s, keys)
-    stats = compute_grouped_summaries(
-        s["value"].to_numpy(np.float64), codes, _unit_codes(s), n_groups=len(groups), confidence=confidence
-    )
+    process = s["process"].to_numpy(np.int64)
+    span = int(process.max()) + 1
+    units = s["run_id"].cat.codes.to_numpy(np.int64) * span + process
+    stats = compute_grouped_summaries(s["value"].to_numpy(np.float64), codes, units, n_groups=len(groups), confidence=confidence)
     n_runs = _count_distinct(codes, s["run_id"].cat.codes.to_numpy(np.int64), len(groups))
     first = s.groupby(codes, sort=True)[["unit", "better"]].first()
+
+    u = _units(s)
+    u_code = pd.MultiIndex.from_frame(u[keys]).map(
+        pd.Series(np.arange(len(groups)), index=pd.MultiIndex.from_frame(groups[keys]))
+    ).to_numpy(np.int64)
+    med = u["median"].to_numpy(np.float64)
+    positive = np.ones(len(groups), bool)
+    np.logical_and.at(positive, u_code, med > 0)
+    use = positive[u_code]
+    loc = compute_location_cis(
+        np.log(np.where(use, med, 1.0))[use], u_code[use], pd.factorize(u["run_id"])[0][use],
+        n_groups=len(groups), confidence=confidence,
+    )
+    const = (stats.n_samples > 0) & (stats.q1 == stats.q3) & np.isclose(stats.cv, 0.0)
+    with np.errstate(over="ignore"):
+        estimate = np.where(positive, np.exp(loc.estimate), np.where(const, stats.median, np.nan))
+        lo = np.where(positive, np.exp(loc.ci_low), np.where(const, stats.median, np.nan))
+        hi = np.where(positive, np.exp(loc.ci_high), np.where(const, stats.median, np.nan))
     out = groups.assign(
         unit=first["unit"].astype(str).to_numpy(),
         better=first["better"].astype(str).to_numpy(),
         median=stats.median,
-        ci_low=stats.ci_low,
-        ci_high=stats.ci_high,
+        ci_low=lo,
+        ci_high=hi,
         mean=stats.mean,
         q1=stats.q1,
         q3=stats.q3,
@@ -95,9 +270,14 @@ def compute_summaries(archive: Archive, *, confidence: float = 0.95) -> pd.DataF
         n_samples=stats.n_samples,
         n_processes=stats.n_units,
         n_runs=n_runs,
+        estimate=estimate,
+        runs_covered=loc.runs_covered,
     )
     out = _with_case_info(out, archive.cases)
     return out[list(SUMMARY_COLUMNS)].reset_index(drop=True)
+
+
+# ----------------------------------------------------------------- comparison
 
 
 def compare_labels(
@@ -106,36 +286,42 @@ def compare_labels(
     candidate: str,
     noise: float = 0.01,
     single_band: float = 0.10,
-    correction: str = "holm",
+    correction: str = "bh",
     *,
     alpha: float = 0.05,
     confidence: float = 0.95,
+    moderate: bool = True,
 ) -> Comparison:
     """Compare ``candidate`` with ``baseline``; each is ``LABEL`` or ``LABEL@RUN_ID``.
 
     Every (case, metric) with ``better`` lower or higher that both sides measured gets a
-    row. Per side, each worker process (``(run_id, process)``) is reduced to the median
-    of its samples; with at least 2 processes on both sides the ratio, its CI and the
-    p-value are Welch's on the log process medians (``reporter.stats.compute_comparison``),
-    so the process, not the sample, is the unit of replication. With a single process
-    on a side there is no between-process variation to measure; the test then runs on
-    the log samples (a within-process interval, too narrow by whatever the processes
-    would have differed) and the verdict needs the wide ``single_band`` and says so.
-    P-values are corrected across all rows (``correction``: ``holm`` or ``bh``);
-    verdicts are ``reporter.stats.compute_verdict``'s.
+    row (columns: the module docstring). The model, per row:
 
-    Values that are zero or negative (counts, utilisation) have no log: when every
-    value on both sides is the same the row is ``no significant difference`` with ratio
-    1, otherwise ``inconclusive`` without a ratio.
+    1. Each worker process is reduced to the log of its median (``_units``).
+    2. *Paired* when the two sides are one interleaved recording (schema 2: the runs of
+       the two sides share ``interleave_group`` one to one; schema 1: every run says
+       ``interleaved`` = True and each baseline run started within a minute of one
+       candidate run). Processes are paired by round (``cases.round``, else the process
+       index, as it ran) and the per-round log differences are the replicates, grouped by
+       run pair. Otherwise *hierarchical*: the log medians of each side, grouped by run.
+    3. ``reporter.stats.compute_oneway`` gives the within-run and between-run mean
+       squares; with ``moderate`` each is squeezed across the article's rows
+       (``squeeze_variances``, with the within-process sampling variance as the trend's
+       covariate).
+    4. ``compute_hierarchical_tests``: the run-level component is in the CI when a side
+       has two or more runs (or the recording has two run pairs); with one run a side it
+       is borrowed from the runs of labels in ``archive`` recorded on the same device
+       that have two or more runs of the case (``NoteCode.RUN_LEVEL_BORROWED``), and
+       otherwise the row says it is not covered (``RUN_LEVEL_NOT_COVERED``).
+    5. ``adjust_pvalues`` (``correction``, Benjamini–Hochberg by default) over the tested
+       rows; ``compute_verdict`` with the ``noise`` band.
 
-    ``rows`` columns: case_id, workload, params, metric, unit, better,
-    baseline_median, candidate_median, baseline_ci_low, baseline_ci_high,
-    candidate_ci_low, candidate_ci_high (the pooled medians and their CIs, as in
-    ``compute_summaries``), baseline_gmean, candidate_gmean (geometric means of the
-    process medians, whose ratio is ``ratio``), ratio, ci_low, ci_high, p_value,
-    p_adjusted, verdict, note, level (``process`` or ``sample``: what the test treated
-    as replicates), n_baseline_units, n_candidate_units, n_baseline_samples,
-    n_candidate_samples, and flops, bytes, items, items_unit where recorded.
+    Rows with fewer than two processes on a side (two rounds when paired) get the
+    estimate and ``Verdict.TOO_FEW``, never better/worse. Rows where every sample of each
+    side has one value (counts, sizes) are deterministic: ``changed`` or ``unchanged``,
+    no CI. Rows with zero or negative values that vary have no ratio: ``inconclusive``.
+    ``single_band`` flags a row with no significant difference whose CI still reaches
+    beyond ±``single_band`` (``NoteCode.TOO_NOISY``).
 
     Raises ``ReporterError`` for an unknown label or run, a selector that picks the
     same runs on both sides, a bad option value, or no (case, metric) on both sides.
@@ -145,6 +331,8 @@ def compare_labels(
     for name, value in (("noise", noise), ("single_band", single_band)):
         if not (np.isfinite(value) and 0 <= value < 1):
             raise ReporterError(f"{name} must be a fraction in [0, 1), not {value!r}")
+    if not (0 < alpha < 1):
+        raise ReporterError(f"alpha must lie in (0, 1), not {alpha!r}")
     sides = {"baseline": archive.select(baseline), "candidate": archive.select(candidate)}
     b_ids = set(sides["baseline"].runs["run_id"].astype(str))
     c_ids = set(sides["candidate"].runs["run_id"].astype(str))
@@ -153,178 +341,533 @@ def compare_labels(
             f"baseline {baseline!r} and candidate {candidate!r} share run(s) {', '.join(sorted(b_ids & c_ids))}; "
             "compare two labels, or two runs with LABEL@RUN_ID"
         )
-    stats = {name: _side_stats(side, confidence) for name, side in sides.items()}
-    merged = stats["baseline"].merge(
-        stats["candidate"], how="outer", left_index=True, right_index=True, suffixes=("_b", "_c")
-    )
-    in_b = merged["n_units_b"].notna()
-    in_c = merged["n_units_c"].notna()
-    unmatched = [(c, m, "baseline") for c, m in merged.index[in_b & ~in_c]]
-    unmatched += [(c, m, "candidate") for c, m in merged.index[~in_b & in_c]]
-    m = merged[in_b & in_c].copy()
-    if m.empty:
+    ub, uc = _ranked(sides["baseline"]), _ranked(sides["candidate"])
+    kb = set(zip(ub["case_id"], ub["metric"]))
+    kc = set(zip(uc["case_id"], uc["metric"]))
+    unmatched = sorted([(c, m, "baseline") for c, m in kb - kc] + [(c, m, "candidate") for c, m in kc - kb])
+    keys = sorted(kb & kc)
+    if not keys:
         raise ReporterError(
             f"no case measured on both {baseline!r} and {candidate!r}"
             + (f" ({len(unmatched)} case/metric pair(s) on one side only)" if unmatched else "")
         )
-    rows = _compare_rows(m, confidence, alpha, noise, single_band, correction)
+    pairs = _run_pairs(archive, sides["baseline"], sides["candidate"])
+    rows = _compare_rows(
+        archive, sides, ub, uc, keys, pairs, noise=noise, single_band=single_band, correction=correction,
+        alpha=alpha, confidence=confidence, moderate=moderate,
+    )
     rows = _with_case_info(rows, pd.concat([sides["baseline"].cases, sides["candidate"].cases]), work=True)
     rows = rows.sort_values(["workload", "case_id", "metric"], kind="stable").reset_index(drop=True)
     metric = GEOMEAN_METRIC if (rows["metric"] == GEOMEAN_METRIC).any() else None
-    chosen = rows[rows["metric"] == metric] if metric else rows
-    geomean = compute_geomean(chosen["ratio"].to_numpy(np.float64), confidence=confidence)
+    geomean, geomeans = _geomeans(
+        archive, sides, ub, uc, rows, metric, pairs, noise=noise, alpha=alpha, confidence=confidence
+    )
+    tested = rows["analysis"].isin([Analysis.PAIRED.value, Analysis.HIERARCHICAL.value]) & rows["p_value"].notna()
     counts = Counter(rows["verdict"])
     return Comparison(
         baseline=baseline,
         candidate=candidate,
-        rows=rows,
+        rows=rows.drop(columns=["_run_level", "_runs_needed"]),
         geomean=geomean,
+        geomeans=geomeans,
         geomean_metric=metric,
-        unmatched=sorted(unmatched),
+        unmatched=unmatched,
         counts={v: counts.get(v, 0) for v in VERDICTS},
         noise=noise,
         single_band=single_band,
         correction=correction,
+        alpha=alpha,
+        analysis=(Analysis.PAIRED if pairs else Analysis.HIERARCHICAL).value,
+        run_level_covered=bool(tested.any() and rows.loc[tested, "_run_level"].isin(["replicated", "borrowed"]).all()),
+        mde=float(np.nanmedian(rows.loc[tested, "mde"])) if tested.any() else float("nan"),
+        advice=_advice(rows[tested]),
         problems=list(archive.problems),
     )
 
 
-def _compare_rows(
-    m: pd.DataFrame, confidence: float, alpha: float, noise: float, single_band: float, correction: str
-) -> pd.DataFrame:
-    """The statistics of every matched (case, metric): one vectorised Welch pass, then verdicts."""
-    nub = m["n_units_b"].to_numpy(np.int64)
-    nuc = m["n_units_c"].to_numpy(np.int64)
-    by_unit = (nub >= 2) & (nuc >= 2)
+def _run_pairs(archive: Archive, b: Archive, c: Archive) -> list[tuple[str, str]] | None:
+    """The (baseline run, candidate run) pairs of one interleaved recording, or None."""
+    b_runs = b.runs["run_id"].astype(str).tolist()
+    c_runs = c.runs["run_id"].astype(str).tolist()
+    if len(b_runs) != len(c_runs) or not b_runs:
+        return None
+    env = archive.environment
+    run = env[env["section"].astype(str) == "run"]
+    info = {
+        (str(r), str(k)): str(v)
+        for r, k, v in zip(run["run_id"], run["key"], run["value"])
+        if str(k) in ("interleave_group", "interleaved")
+    }
+    group = {r: info.get((r, "interleave_group"), "") for r in b_runs + c_runs}
+    if all(group.values()):
+        by_group = {group[r]: r for r in c_runs}
+        pairs = [(r, by_group.get(group[r], "")) for r in b_runs]
+        if all(p for _, p in pairs) and len({p for _, p in pairs}) == len(c_runs):
+            return pairs
+        return None
+    if not all(info.get((r, "interleaved")) == "True" for r in b_runs + c_runs):
+        return None
+    start = dict(zip(archive.runs["run_id"].astype(str), archive.runs["started_at"]))
+    pairs = []
+    free = set(c_runs)
+    for r in b_runs:
+        best = min(free, key=lambda x: abs((start[x] - start[r]).total_seconds()), default=None)
+        if best is None or abs((start[best] - start[r]).total_seconds()) > PAIR_WINDOW_S:
+            return None
+        pairs.append((r, best))
+        free.discard(best)
+    return pairs
 
-    def pick(column: str, side: str) -> np.ndarray:
-        return np.where(by_unit, m[f"unit_{column}_{side}"], m[f"sample_{column}_{side}"]).astype(np.float64)
 
-    higher = (m["better_b"].astype(str) == BETTER_HIGHER).to_numpy()
-    tests = compute_log_ratio_tests(
-        pick("n", "b"), pick("mean", "b"), pick("var", "b"),
-        pick("n", "c"), pick("mean", "c"), pick("var", "c"),
-        higher, confidence=confidence,
+def _device_names(side: Archive) -> set[str]:
+    return {str(x) for x in side.runs["device_name"].dropna()}
+
+
+def _borrow_pool(archive: Archive, sides: dict[str, Archive]) -> pd.DataFrame:
+    """Units of every label with two or more runs recorded on the compared sides' devices."""
+    devices = _device_names(sides["baseline"]) | _device_names(sides["candidate"])
+    runs = archive.runs
+    same = runs[runs["device_name"].astype(str).isin(devices)] if devices else runs.iloc[0:0]
+    per_label = same.groupby(same["label"].astype(str))["run_id"].nunique()
+    labels = set(per_label[per_label >= 2].index)
+    if not labels:
+        return pd.DataFrame()
+    keep = same[same["label"].astype(str).isin(labels)]
+    ids = set(keep["run_id"].astype(str))
+    sub = replace(archive, runs=keep.reset_index(drop=True), environment=_rows_of(archive.environment, ids),
+                  cases=_rows_of(archive.cases, ids), samples=_rows_of(archive.samples, ids))
+    return _ranked(sub)
+
+
+def _moderated(
+    values: np.ndarray, rows: np.ndarray, sides: np.ndarray, groups: np.ndarray, units: np.ndarray, *,
+    sign: np.ndarray, n_rows: int, n_sides: int, x: np.ndarray, moderate: bool,
+) -> tuple[OneWay, tuple[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray], float, np.ndarray]:
+    """The rows' one-way layout and their mean squares, moderated apart from the shared per-unit effects.
+
+    ``units`` identifies each value's unit (process, or round when paired) across rows;
+    ``sign`` orients each row (+1 higher is better) so that a slow process lowers every
+    row alike. Returns the layout, (ms_within, df), (ms_between, df), and the prior df and
+    variance of the case-specific within-run part (for planning rows with too few units).
+    """
+    ow = compute_oneway(values, rows, sides, groups, n_rows=n_rows, n_sides=n_sides)
+    if not moderate or values.size == 0:
+        return ow, (ow.ms_within, ow.df_within), (ow.ms_between, ow.df_between), 0.0, np.full(n_rows, np.nan)
+    o = values * sign[rows]
+    resid = o - ow.mean[rows, sides] * sign[rows]
+    n_units = int(units.max()) + 1
+    with np.errstate(invalid="ignore"):
+        z = np.bincount(units, weights=resid, minlength=n_units) / np.bincount(units, minlength=n_units)
+    spec = compute_oneway(values - sign[rows] * z[units], rows, sides, groups, n_rows=n_rows, n_sides=n_sides)
+    first = np.unique(units, return_index=True)[1]
+    shared = compute_oneway(z[units[first]], np.zeros(first.size, np.int64), sides[first], groups[first],
+                            n_rows=1, n_sides=n_sides)
+    within, between = moderated_components(spec, shared, x)
+    prior = squeeze_variances(spec.ms_within, spec.df_within, x)
+    return ow, within, between, prior.df_prior, prior.s2_prior + (shared.ms_within[0] if np.isfinite(shared.ms_within[0]) else 0.0)
+
+
+def _pool_run_variance(
+    pool: pd.DataFrame, code_of: dict[tuple[str, str], int], n_rows: int, x: np.ndarray, moderate: bool, sign: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per row: the run-level variance borrowed from ``pool``, its df, and the runs it rests on."""
+    nan = np.full(n_rows, np.nan)
+    if pool.empty:
+        return nan, nan, np.zeros(n_rows)
+    code = np.array([code_of.get(k, -1) for k in zip(pool["case_id"], pool["metric"])], dtype=np.int64)
+    keep = (code >= 0) & (pool["median"].to_numpy() > 0)
+    p = pool[keep]
+    code = code[keep]
+    if p.empty:
+        return nan, nan, np.zeros(n_rows)
+    label = pd.factorize(p["label"])[0]
+    units = _codes(p["run_id"], p["process"])
+    ow, within, between, _, _ = _moderated(
+        np.log(p["median"].to_numpy(np.float64)), code, label, pd.factorize(p["run_id"])[0], units,
+        sign=sign, n_rows=n_rows, n_sides=int(label.max()) + 1, x=x, moderate=moderate,
     )
-    ratio, lo, hi, p = tests.ratio.copy(), tests.ci_low.copy(), tests.ci_high.copy(), tests.p_value.copy()
-    # No log for zero or negative values: identical constants are "the same", the rest has no ratio.
-    nonpos = (np.where(by_unit, m["unit_min_b"], m["min_b"]) <= 0) | (np.where(by_unit, m["unit_min_c"], m["min_c"]) <= 0)
-    same = (m["min_b"] == m["max_b"]) & (m["min_c"] == m["max_c"]) & (m["min_b"] == m["min_c"])
-    same = same.to_numpy()
-    for arr, value_same in ((ratio, 1.0), (lo, 1.0), (hi, 1.0), (p, 1.0)):
-        arr[nonpos] = np.where(same[nonpos], value_same, np.nan)
+    var, df = compute_run_variance(ow, within, between)
+    n_runs = np.where(ow.df_between > 0, np.sum(np.where(ow.n_groups >= 2, ow.n_groups, 0), axis=1), 0)
+    return var, df, n_runs
+
+
+def _compare_rows(
+    archive: Archive,
+    sides: dict[str, Archive],
+    ub: pd.DataFrame,
+    uc: pd.DataFrame,
+    keys: list[tuple[str, str]],
+    pairs: list[tuple[str, str]] | None,
+    *,
+    noise: float,
+    single_band: float,
+    correction: str,
+    alpha: float,
+    confidence: float,
+    moderate: bool,
+) -> pd.DataFrame:
+    """The statistics of every matched (case, metric)."""
+    n = len(keys)
+    code_of = {k: i for i, k in enumerate(keys)}
+    for u in (ub, uc):
+        u["row"] = [code_of.get(k, -1) for k in zip(u["case_id"], u["metric"])]
+    ub, uc = ub[ub["row"] >= 0], uc[uc["row"] >= 0]
+    info = pd.concat([ub, uc]).groupby("row")[["unit", "better"]].first().reindex(range(n))
+    higher = (info["better"] == BETTER_HIGHER).to_numpy()
+    # Raw facts per side: samples, extremes, pooled median, runs.
+    facts = {}
+    for name, u, side in (("b", ub, sides["baseline"]), ("c", uc, sides["candidate"])):
+        g = u.groupby("row")
+        facts[name] = pd.DataFrame(
+            {
+                "n_samples": g["n"].sum(),
+                "vmin": g["vmin"].min(),
+                "vmax": g["vmax"].max(),
+                "umin": g["median"].min(),
+                "n_units": g.size(),
+                "n_runs": g["run_id"].nunique(),
+            }
+        ).reindex(range(n))
+        facts[name]["median"] = _pooled_medians(side, keys)
+    fb, fc = facts["b"], facts["c"]
+    deterministic = ((fb["vmin"] == fb["vmax"]) & (fc["vmin"] == fc["vmax"])).to_numpy()
+    nonpositive = ((fb["umin"] <= 0) | (fc["umin"] <= 0) | (fb["vmin"] <= 0) | (fc["vmin"] <= 0)).to_numpy() & ~deterministic
+    testable = ~deterministic & ~nonpositive
+
+    # The units that enter: all of them, or those with a partner in their round when paired.
+    sign = np.where(higher, 1.0, -1.0)
+    if pairs:
+        pair_of_b = {b: i for i, (b, _) in enumerate(pairs)}
+        pair_of_c = {c: i for i, (_, c) in enumerate(pairs)}
+        left = ub.assign(pair=ub["run_id"].map(pair_of_b))
+        right = uc.assign(pair=uc["run_id"].map(pair_of_c))
+        both = left.merge(right, on=["row", "pair", "round"], suffixes=("_b", "_c"))
+        both = both[testable[both["row"].to_numpy()]]
+        rows_arr = both["row"].to_numpy(np.int64)
+        yb = np.log(both["median_b"].to_numpy(np.float64))
+        yc = np.log(both["median_c"].to_numpy(np.float64))
+        grp = both["pair"].to_numpy(np.int64)
+        rnd = _codes(both["pair"], both["round"])
+        ind_arrays = (np.r_[yb, yc], np.r_[rows_arr, rows_arr], np.r_[np.zeros_like(rows_arr), np.ones_like(rows_arr)],
+                      np.r_[grp, grp], np.r_[rnd, rnd + rnd.max() + 1] if rnd.size else np.r_[rnd, rnd])
+        spread = np.r_[both["spread_b"].to_numpy(), both["spread_c"].to_numpy()]
+        spread_rows = np.r_[rows_arr, rows_arr]
+    else:
+        parts = []
+        for s, u in ((0, ub), (1, uc)):
+            u = u[testable[u["row"].to_numpy()]]
+            parts.append((u["row"].to_numpy(np.int64), np.full(len(u), s), pd.factorize(u["run_id"])[0],
+                          np.log(u["median"].to_numpy(np.float64)), u["spread"].to_numpy(),
+                          _codes(u["run_id"], u["process"])))
+        rows_arr = np.r_[parts[0][0], parts[1][0]]
+        ind_arrays = (np.r_[parts[0][3], parts[1][3]], rows_arr, np.r_[parts[0][1], parts[1][1]],
+                      np.r_[parts[0][2], parts[1][2]], np.r_[parts[0][5], parts[1][5] + len(parts[0][5])])
+        spread = np.r_[parts[0][4], parts[1][4]]
+        spread_rows = rows_arr
+    x = _covariate(spread, spread_rows, n)
+    ind, w_ind, b_ind, d0_ind, prior_ind = _moderated(*ind_arrays, sign=sign, n_rows=n, n_sides=2, x=x, moderate=moderate)
+    borrowed_runs = np.zeros(n)
+    if pairs:
+        d, w_t, b_t, d0, prior = _moderated(yc - yb, rows_arr, np.zeros_like(rows_arr), grp, rnd, sign=sign, n_rows=n,
+                                            n_sides=1, x=x, moderate=moderate)
+        tests = compute_hierarchical_tests(d, higher_is_better=higher, paired=True, within=w_t, between=b_t,
+                                           confidence=confidence)
+        test_ow = d
+    else:
+        borrowed = None
+        if (testable & (ind.df_between == 0)).any():
+            var, dfv, borrowed_runs = _pool_run_variance(_borrow_pool(archive, sides), code_of, n, x, moderate, sign)
+            borrowed = (var, dfv)
+        tests = compute_hierarchical_tests(ind, higher_is_better=higher, paired=False, within=w_ind, between=b_ind,
+                                           borrowed=borrowed, confidence=confidence)
+        w_t, test_ow, d0, prior = w_ind, ind, d0_ind, prior_ind
+
+    # Per-side estimates and their CIs (the same variance components as the ratio).
+    with np.errstate(invalid="ignore", over="ignore"):
+        run_var = np.nan_to_num(tests.run_var) if not pairs else np.nan_to_num(
+            compute_hierarchical_tests(ind, higher_is_better=higher, paired=False, within=w_ind, between=b_ind).run_var)
+        side_ci = {}
+        for s, name in ((0, "baseline"), (1, "candidate")):
+            R = ind.n_groups[:, s].astype(np.float64)
+            se = np.sqrt((run_var + w_ind[0] * ind.h[:, s]) / R)
+            tq = stdtrit(np.minimum(np.where(w_ind[1] > 0, w_ind[1], np.nan), 1e6), 1 - (1 - confidence) / 2)
+            m = ind.mean[:, s]
+            ok = testable & (ind.n_units[:, s] >= MIN_UNITS)
+            side_ci[name] = (np.exp(m), np.where(ok, np.exp(m - tq * se), np.nan), np.where(ok, np.exp(m + tq * se), np.nan))
+
+    n_units_b = fb["n_units"].fillna(0).to_numpy(np.int64)
+    n_units_c = fc["n_units"].fillna(0).to_numpy(np.int64)
+    enough = (test_ow.n_units[:, 0] >= MIN_UNITS) & ((test_ow.n_units[:, 1] >= MIN_UNITS) if not pairs else True)
+    tested = testable & enough & np.isfinite(tests.p_value)
+    too_few = testable & ~enough
+    ratio = np.exp(tests.estimate)
+    lo, hi = np.exp(tests.ci_low), np.exp(tests.ci_high)
+    p = np.where(tested, tests.p_value, np.nan)
     p_adj = adjust_pvalues(p, correction)
-    verdicts, notes = [], []
-    for i in range(len(m)):
-        v = compute_verdict(
-            ratio[i], lo[i], hi[i], p_adj[i], int(nub[i]), int(nuc[i]),
-            noise=noise, single_band=single_band, alpha=alpha, min_units=MIN_UNITS,
-        )
-        note = v.note
-        if nonpos[i] and not same[i]:
-            note = "zero or negative values: no ratio is defined" + (f"; {note}" if note else "")
-        elif not by_unit[i]:
-            note = "within-process test on samples" + (f"; {note}" if note else "")
-        verdicts.append(v.verdict)
-        notes.append(note)
-    idx = m.index.to_frame(index=False)
+    mde = np.where(tested, compute_mde(tests.se, tests.df, noise=noise, alpha=alpha), np.nan)
+    runs_now = np.minimum(test_ow.n_groups[:, 0], test_ow.n_groups[:, -1])
+    needed = compute_processes_needed(w_t[0], tests.run_var, tests.df, runs=runs_now, paired=bool(pairs), noise=noise, alpha=alpha)
+    per_run = np.maximum(np.floor(np.minimum(test_ow.n_units[:, 0], test_ow.n_units[:, -1]) / np.maximum(runs_now, 1)), 1)
+    runs_needed = compute_runs_needed(w_t[0], tests.run_var, tests.df, processes_per_run=per_run, paired=bool(pairs),
+                                      noise=noise, alpha=alpha)
+    if too_few.any():
+        df_plan = np.full(n, d0 if d0 and np.isfinite(d0) else 1e6)
+        from_prior = compute_processes_needed(prior if prior is not None else np.full(n, np.nan), tests.run_var, df_plan,
+                                              runs=np.ones(n), paired=bool(pairs), noise=noise, alpha=alpha)
+        needed = np.where(too_few, np.fmax(np.nan_to_num(from_prior, nan=MIN_UNITS), MIN_UNITS), needed)
+    needed = np.where(tested | too_few, needed, np.nan)
+
+    verdicts: list[str] = []
+    analyses: list[str] = []
+    notes: list[tuple[Note, ...]] = []
+    ratio_out, lo_out, hi_out = ratio.copy(), lo.copy(), hi.copy()
+    bval, cval = side_ci["baseline"][0].copy(), side_ci["candidate"][0].copy()
+    analysis_tested = Analysis.PAIRED if pairs else Analysis.HIERARCHICAL
+    for i in range(n):
+        rn: list[Note] = []
+        if deterministic[i]:
+            vb, vc = float(fb["vmin"].iat[i]), float(fc["vmin"].iat[i])
+            same = vb == vc
+            verdicts.append((Verdict.UNCHANGED if same else Verdict.CHANGED).value)
+            analyses.append(Analysis.DETERMINISTIC.value)
+            if not same:
+                rn.append(Note.of(NoteCode.VALUE_CHANGED, baseline=vb, candidate=vc))
+            bval[i], cval[i] = vb, vc
+            if vb > 0 and vc > 0:
+                ratio_out[i] = vc / vb if higher[i] else vb / vc
+            else:
+                ratio_out[i] = 1.0 if same else np.nan
+            lo_out[i] = hi_out[i] = np.nan
+        elif nonpositive[i]:
+            verdicts.append(Verdict.NO_RATIO.value)
+            analyses.append(Analysis.ESTIMATE.value)
+            rn.append(Note.of(NoteCode.NONPOSITIVE))
+            ratio_out[i] = lo_out[i] = hi_out[i] = np.nan
+            bval[i], cval[i] = float(fb["median"].iat[i]), float(fc["median"].iat[i])
+        elif too_few[i]:
+            verdicts.append(Verdict.TOO_FEW.value)
+            analyses.append(Analysis.ESTIMATE.value)
+            rn.append(Note.of(NoteCode.TOO_FEW_UNITS, n_baseline=int(test_ow.n_units[i, 0]),
+                              n_candidate=int(test_ow.n_units[i, -1]), needed=int(needed[i])))
+            lo_out[i] = hi_out[i] = np.nan
+        else:
+            v = compute_verdict(ratio[i], lo[i], hi[i], p_adj[i], noise=noise, alpha=alpha)
+            verdicts.append(v.value)
+            analyses.append(analysis_tested.value)
+            if pairs:
+                rn.append(Note.of(NoteCode.PAIRED_ROUNDS, n_pairs=int(test_ow.n_units[i, 0])))
+            level = tests.run_level[i]
+            if level == "none":
+                rn.append(Note.of(NoteCode.RUN_LEVEL_NOT_COVERED, n_baseline_runs=int(fb["n_runs"].iat[i]),
+                                  n_candidate_runs=int(fc["n_runs"].iat[i])))
+            elif level == "borrowed":
+                rn.append(Note.of(NoteCode.RUN_LEVEL_BORROWED, runs=int(borrowed_runs[i])))
+            significant = np.isfinite(p_adj[i]) and p_adj[i] < alpha
+            if v == Verdict.SAME and significant:
+                rn.append(Note.of(NoteCode.WITHIN_NOISE, noise=noise))
+            elif v == Verdict.SAME and (lo[i] < 1 / (1 + single_band) or hi[i] > 1 + single_band):
+                rn.append(Note.of(NoteCode.TOO_NOISY, band=single_band))
+        notes.append(tuple(rn))
+    idx = pd.DataFrame(keys, columns=["case_id", "metric"])
     return pd.DataFrame(
         {
-            "case_id": idx["case_id"].astype(str).to_numpy(),
-            "metric": idx["metric"].astype(str).to_numpy(),
-            "unit": m["unit_b"].astype(str).to_numpy(),
-            "better": m["better_b"].astype(str).to_numpy(),
-            "baseline_median": m["median_b"].to_numpy(),
-            "candidate_median": m["median_c"].to_numpy(),
-            "baseline_ci_low": m["ci_low_b"].to_numpy(),
-            "baseline_ci_high": m["ci_high_b"].to_numpy(),
-            "candidate_ci_low": m["ci_low_c"].to_numpy(),
-            "candidate_ci_high": m["ci_high_c"].to_numpy(),
-            "baseline_gmean": np.exp(m["unit_mean_b"].to_numpy()),
-            "candidate_gmean": np.exp(m["unit_mean_c"].to_numpy()),
-            "ratio": ratio,
-            "ci_low": lo,
-            "ci_high": hi,
+            "case_id": idx["case_id"].to_numpy(),
+            "metric": idx["metric"].to_numpy(),
+            "unit": info["unit"].astype(str).to_numpy(),
+            "better": info["better"].astype(str).to_numpy(),
+            "baseline_value": bval,
+            "candidate_value": cval,
+            "baseline_ci_low": side_ci["baseline"][1],
+            "baseline_ci_high": side_ci["baseline"][2],
+            "candidate_ci_low": side_ci["candidate"][1],
+            "candidate_ci_high": side_ci["candidate"][2],
+            "baseline_median": fb["median"].to_numpy(),
+            "candidate_median": fc["median"].to_numpy(),
+            "ratio": ratio_out,
+            "ci_low": lo_out,
+            "ci_high": hi_out,
             "p_value": p,
             "p_adjusted": p_adj,
             "verdict": verdicts,
-            "note": notes,
-            "level": np.where(by_unit, "process", "sample"),
-            "n_baseline_units": nub,
-            "n_candidate_units": nuc,
-            "n_baseline_samples": m["n_samples_b"].to_numpy(np.int64),
-            "n_candidate_samples": m["n_samples_c"].to_numpy(np.int64),
+            "notes": notes,
+            "note": ["; ".join(note_text(x, "en") for x in rn) for rn in notes],
+            "analysis": analyses,
+            "mde": mde,
+            "processes_needed": needed,
+            "n_baseline_units": n_units_b,
+            "n_candidate_units": n_units_c,
+            "n_baseline_runs": fb["n_runs"].fillna(0).to_numpy(np.int64),
+            "n_candidate_runs": fc["n_runs"].fillna(0).to_numpy(np.int64),
+            "n_baseline_samples": fb["n_samples"].fillna(0).to_numpy(np.int64),
+            "n_candidate_samples": fc["n_samples"].fillna(0).to_numpy(np.int64),
+            "_run_level": np.where(tested, tests.run_level, ""),
+            "_runs_needed": np.where(tested, runs_needed, np.nan),
         }
     )
 
 
-def _side_stats(side: Archive, confidence: float) -> pd.DataFrame:
-    """Per (case_id, metric) of one side: pooled summary, process-level and sample-level log moments."""
-    s = side.ok_samples()
-    s = s[s["better"].isin([BETTER_LOWER, BETTER_HIGHER])]
-    index = pd.MultiIndex.from_arrays([[], []], names=["case_id", "metric"])
-    if s.empty:
-        return pd.DataFrame({"n_units": pd.Series([], dtype=float)}, index=index)
-    codes, groups = _group(s, ["case_id", "metric"])
-    g = len(groups)
-    values = s["value"].to_numpy(np.float64)
-    units = _unit_codes(s)
-    summary = compute_grouped_summaries(values, codes, units, n_groups=g, confidence=confidence)
-
-    # Each worker process's median, then log moments of those per group.
-    unit_med = pd.DataFrame({"g": codes, "u": units, "v": values}).groupby(["g", "u"], sort=False)["v"].median()
-    ug = unit_med.index.get_level_values("g").to_numpy()
-    um = unit_med.to_numpy()
-    unit_n, unit_mean, unit_var, unit_min, _ = _log_moments(um, ug, g)
-    sample_n, sample_mean, sample_var, vmin, vmax = _log_moments(values, codes, g)
-    first = s.groupby(codes, sort=True)[["unit", "better"]].first()
-    out = pd.DataFrame(
-        {
-            "unit": first["unit"].astype(str).to_numpy(),
-            "better": first["better"].astype(str).to_numpy(),
-            "median": summary.median,
-            "ci_low": summary.ci_low,
-            "ci_high": summary.ci_high,
-            "n_samples": summary.n_samples,
-            "n_units": summary.n_units,
-            "unit_n": unit_n,
-            "unit_mean": unit_mean,
-            "unit_var": unit_var,
-            "unit_min": unit_min,
-            "sample_n": sample_n,
-            "sample_mean": sample_mean,
-            "sample_var": sample_var,
-            "min": vmin,
-            "max": vmax,
-        },
-        index=pd.MultiIndex.from_frame(groups.astype(str)),
-    )
-    return out
-
-
-def _log_moments(values: np.ndarray, groups: np.ndarray, n_groups: int) -> tuple[np.ndarray, ...]:
-    """Count, mean and sample variance (ddof=1) of log(values), min and max of values, per group.
-
-    Mean and variance are NaN where undefined (a value <= 0, or one value).
-
-    A group of identical values gets exactly ``log(value)`` and variance 0, not the
-    rounding residue of the sums, so identical sides compare as identical.
-    """
+def _covariate(spread: np.ndarray, rows: np.ndarray, n: int) -> np.ndarray:
+    """Per row: the log of the mean within-process sampling variance of a unit's log median."""
+    ok = np.isfinite(spread)
     with np.errstate(invalid="ignore", divide="ignore"):
-        logs = np.where(values > 0, np.log(np.where(values > 0, values, 1.0)), np.nan)
-        n = np.bincount(groups, minlength=n_groups).astype(np.float64)
-        mean = np.bincount(groups, weights=logs, minlength=n_groups) / n
-        dev = logs - mean[groups]
-        var = np.bincount(groups, weights=dev * dev, minlength=n_groups) / (n - 1)
-    lo = np.full(n_groups, np.inf)
-    hi = np.full(n_groups, -np.inf)
-    np.minimum.at(lo, groups, values)
-    np.maximum.at(hi, groups, values)
-    constant = (lo == hi) & (lo > 0)
-    with np.errstate(divide="ignore"):
-        mean = np.where(constant, np.log(np.where(constant, lo, 1.0)), mean)
-    var = np.where(constant, 0.0, var)
-    return n, mean, np.where(n > 1, var, np.nan), lo, hi
+        mean = np.bincount(rows[ok], weights=spread[ok], minlength=n) / np.bincount(rows[ok], minlength=n)
+        x = np.log(mean)
+    return np.where(np.isfinite(x), x, np.nan)
+
+
+def _pooled_medians(side: Archive, keys: list[tuple[str, str]]) -> np.ndarray:
+    s = side.ok_samples()
+    med = s.groupby([s["case_id"].astype(str), s["metric"].astype(str)])["value"].median()
+    return med.reindex(pd.MultiIndex.from_tuples(keys)).to_numpy(np.float64)
+
+
+# -------------------------------------------------------------------- geomean
+
+
+def _geomeans(
+    archive: Archive,
+    sides: dict[str, Archive],
+    ub: pd.DataFrame,
+    uc: pd.DataFrame,
+    rows: pd.DataFrame,
+    metric: str | None,
+    pairs: list[tuple[str, str]] | None,
+    *,
+    noise: float,
+    alpha: float,
+    confidence: float,
+) -> tuple[Geomean, dict[str, Geomean]]:
+    """The overall and per-family geomeans, each with a CI over replicate units.
+
+    Over the tested rows of ``metric`` (all tested rows when None). Each unit's score is
+    the mean over those rows of its oriented log value minus its side's row mean, so an
+    effect shared by all cases of a process (or run) stays in the score; the scores go
+    through the same one-way model as a row (no moderation: one quantity). The estimate is
+    the mean of the rows' log ratios, so the geomean is the geometric mean of the ratios
+    shown. Run-level variation with one run a side is borrowed as for rows.
+    """
+    chosen = rows[rows["analysis"].isin([Analysis.PAIRED.value, Analysis.HIERARCHICAL.value])]
+    if metric is not None:
+        chosen = chosen[chosen["metric"] == metric]
+    out: dict[str, Geomean] = {}
+    families = sorted(set(chosen["family"]))
+    overall = _geomean_of(archive, sides, ub, uc, chosen, "all", pairs, noise=noise, alpha=alpha, confidence=confidence)
+    for fam in families:
+        out[fam] = _geomean_of(archive, sides, ub, uc, chosen[chosen["family"] == fam], fam, pairs,
+                               noise=noise, alpha=alpha, confidence=confidence)
+    return overall, out
+
+
+def _scores(units: pd.DataFrame, rows: pd.DataFrame, unit_keys: list[str]) -> pd.DataFrame:
+    """Each unit's mean over ``rows`` of its oriented log value minus the row's mean on its side."""
+    sign = pd.Series(np.where(rows["better"] == BETTER_HIGHER, 1.0, -1.0), index=pd.MultiIndex.from_frame(rows[["case_id", "metric"]]))
+    u = units[units.set_index(["case_id", "metric"]).index.isin(sign.index)].copy()
+    if u.empty:
+        return u.assign(score=[])
+    u["o"] = np.log(u["median"].to_numpy(np.float64)) * sign.reindex(pd.MultiIndex.from_frame(u[["case_id", "metric"]])).to_numpy()
+    u["o"] -= u.groupby(["side", "case_id", "metric"])["o"].transform("mean")
+    return u.groupby(unit_keys, as_index=False)["o"].mean().rename(columns={"o": "score"})
+
+
+def _geomean_of(
+    archive: Archive,
+    sides: dict[str, Archive],
+    ub: pd.DataFrame,
+    uc: pd.DataFrame,
+    chosen: pd.DataFrame,
+    family: str,
+    pairs: list[tuple[str, str]] | None,
+    *,
+    noise: float,
+    alpha: float,
+    confidence: float,
+) -> Geomean:
+    k = len(chosen)
+    if k == 0:
+        return Geomean(float("nan"), float("nan"), float("nan"), 0, family=family)
+    log_ratio = float(np.mean(np.log(chosen["ratio"].to_numpy(np.float64))))
+    units = pd.concat([ub.assign(side=0), uc.assign(side=1)], ignore_index=True)
+    if pairs:
+        pair_of = {r: i for i, pr in enumerate(pairs) for r in pr}
+        units["pair"] = units["run_id"].map(pair_of)
+        # Only rounds measured on both sides, as for the rows.
+        both = units.groupby(["case_id", "metric", "pair", "round"])["side"].transform("nunique") == 2
+        sc = _scores(units[both], chosen, ["side", "pair", "round"])
+        wide = sc.pivot_table(index=["pair", "round"], columns="side", values="score").dropna()
+        d = (wide[1] - wide[0]).to_numpy()
+        groups = wide.index.get_level_values("pair").to_numpy(np.int64)
+        ow = compute_oneway(d, np.zeros(d.size, np.int64), np.zeros(d.size, np.int64), groups, n_rows=1, n_sides=1)
+        t = compute_hierarchical_tests(ow, higher_is_better=[True], paired=True, confidence=confidence)
+        n_units = int(d.size)
+        analysis = Analysis.PAIRED
+    else:
+        sc = _scores(units, chosen, ["side", "run_id", "process"])
+        side = sc["side"].to_numpy(np.int64)
+        ow = compute_oneway(sc["score"].to_numpy(np.float64), np.zeros(len(sc), np.int64), side,
+                            pd.factorize(sc["run_id"])[0], n_rows=1)
+        borrowed = None
+        if ow.df_between[0] == 0:
+            borrowed = _pool_geomean_variance(archive, sides, chosen)
+        t = compute_hierarchical_tests(ow, higher_is_better=[True], paired=False, borrowed=borrowed, confidence=confidence)
+        n_units = int(min(np.sum(side == 0), np.sum(side == 1)))
+        analysis = Analysis.HIERARCHICAL
+    se, df = float(t.se[0]), float(t.df[0])
+    if not (np.isfinite(se) and se > 0 and np.isfinite(df)):
+        return Geomean(float(np.exp(log_ratio)), float("nan"), float("nan"), k, family=family, n_units=n_units,
+                       verdict=Verdict.TOO_FEW.value, analysis=Analysis.ESTIMATE.value)
+    tq = float(stdtrit(df, 1 - (1 - confidence) / 2))
+    lo, hi = np.exp(log_ratio - tq * se), np.exp(log_ratio + tq * se)
+    p = float(2 * stdtr(df, -abs(log_ratio) / se))
+    ratio = float(np.exp(log_ratio))
+    verdict = compute_verdict(ratio, lo, hi, p, noise=noise, alpha=alpha)
+    return Geomean(
+        ratio, float(lo), float(hi), k, family=family, n_units=n_units, verdict=verdict.value, analysis=analysis.value,
+        mde=float(compute_mde([se], [df], noise=noise, alpha=alpha)[0]), p_value=p, run_level=str(t.run_level[0]),
+    )
+
+
+def _pool_geomean_variance(archive: Archive, sides: dict[str, Archive], chosen: pd.DataFrame) -> tuple[np.ndarray, np.ndarray] | None:
+    """The run-level variance of a geomean score, from labels with several runs on the same device."""
+    pool = _borrow_pool(archive, sides)
+    if pool.empty:
+        return None
+    pool = pool[pool["median"] > 0].assign(side=lambda d: pd.factorize(d["label"])[0])
+    sc = _scores(pool, chosen, ["side", "run_id", "process"])
+    if sc.empty:
+        return None
+    side = sc["side"].to_numpy(np.int64)
+    ow = compute_oneway(sc["score"].to_numpy(np.float64), np.zeros(len(sc), np.int64), side,
+                        pd.factorize(sc["run_id"])[0], n_rows=1, n_sides=int(side.max()) + 1)
+    var, df = compute_run_variance(ow, (ow.ms_within, ow.df_within), (ow.ms_between, ow.df_between))
+    return (var, df) if np.isfinite(var[0]) else None
+
+
+def _advice(tested: pd.DataFrame) -> Advice | None:
+    """The noisiest family (largest median MDE) and what would resolve ±2% there."""
+    if tested.empty or not np.isfinite(tested["mde"]).any():
+        return None
+    by = tested.groupby("family")["mde"].median()
+    family = str(by.idxmax())
+    rows = tested[tested["family"] == family]
+
+    def whole(values: pd.Series) -> int | None:
+        v = values.to_numpy(np.float64)
+        if np.isnan(v).mean() > 0.5:
+            return None  # most rows cannot get there this way
+        m = float(np.nanmedian(v)) if np.isfinite(v).any() else math.nan
+        return int(math.ceil(m)) if math.isfinite(m) else None
+
+    return Advice(family=family, mde=float(by.max()), processes=whole(rows["processes_needed"]), runs=whole(rows["_runs_needed"]))
+
+
+# -------------------------------------------------------------------- helpers
+
+
+def _codes(*columns: pd.Series) -> np.ndarray:
+    """One integer code per distinct combination of the columns' values."""
+    if not len(columns[0]):
+        return np.zeros(0, np.int64)
+    return pd.MultiIndex.from_arrays([np.asarray(c) for c in columns]).factorize()[0].astype(np.int64)
 
 
 def _group(df: pd.DataFrame, keys: list[str]) -> tuple[np.ndarray, pd.DataFrame]:
@@ -337,27 +880,28 @@ def _group(df: pd.DataFrame, keys: list[str]) -> tuple[np.ndarray, pd.DataFrame]
     return codes, groups
 
 
-def _unit_codes(s: pd.DataFrame) -> np.ndarray:
-    """One integer per worker process: (run_id, process)."""
-    process = s["process"].to_numpy(np.int64)
-    span = int(process.max()) + 1 if len(process) else 1
-    return s["run_id"].cat.codes.to_numpy(np.int64) * span + process
-
-
 def _count_distinct(groups: np.ndarray, values: np.ndarray, n_groups: int) -> np.ndarray:
     span = int(values.max()) + 1 if len(values) else 1
     pairs = np.unique(groups * span + values)
     return np.bincount(pairs // span, minlength=n_groups)
 
 
+def _registry_families() -> dict[str, str]:
+    try:
+        from collector.workloads import registry
+    except ImportError:  # a reporter installed without the collector's workloads
+        return {}
+    return {name: w.family for name, w in registry().items()}
+
+
 def _with_case_info(df: pd.DataFrame, cases: pd.DataFrame, *, work: bool = False) -> pd.DataFrame:
-    """Add workload and params (and the work per iteration) of each case_id from cases.parquet."""
-    columns = ["workload", "params"] + (list(WORK_COLUMNS) if work else [])
+    """Add workload, family and params (and the work per iteration) of each case_id from cases.parquet."""
+    columns = ["workload", "params", "family"] + (list(WORK_COLUMNS) if work else [])
     if cases.empty:
         info = pd.DataFrame(columns=["case_id", *columns])
     else:
         info = cases[["case_id", *columns]].copy()
-        for c in ("case_id", "workload", "params", "items_unit"):
+        for c in ("case_id", "workload", "params", "items_unit", "family"):
             if c in info:
                 info[c] = info[c].astype(object).where(info[c].notna(), None)
         info["case_id"] = info["case_id"].astype(str)
@@ -366,4 +910,9 @@ def _with_case_info(df: pd.DataFrame, cases: pd.DataFrame, *, work: bool = False
     out = df.drop(columns=[c for c in columns if c in df]).merge(info, on="case_id", how="left")
     out["workload"] = out["workload"].where(out["workload"].notna(), out["case_id"].str.split("[", n=1).str[0])
     out["params"] = out["params"].where(out["params"].notna(), "{}")
+    families = _registry_families()
+    fallback = out["workload"].map(lambda w: families.get(w, OTHER_FAMILY))
+    out["family"] = out["family"].where(out["family"].notna(), fallback).astype(str)
+    if not work:
+        out = out.drop(columns=["family"])
     return out

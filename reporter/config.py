@@ -12,8 +12,8 @@ The config file (``imagebench.toml`` at the repository root by default, or
     title = "PyTorch 2.9 against 2.8 on H200"  # optional
     lang = "zh"                                # optional: this article's language
     noise = 0.01                               # optional: the noise band (±1%)
-    single_band = 0.10                         # optional: the band with < 3 processes
-    correction = "holm"                        # optional: holm or bh
+    single_band = 0.10                         # optional: CIs beyond it are noted as too noisy
+    correction = "bh"                          # optional: bh or holm
 
 With no ``[[comparison]]``, every label is compared with the previous version of the
 same device class: labels are grouped by the device their runs were recorded on, and
@@ -63,7 +63,7 @@ class ComparisonSpec:
     lang: str | None = None
     noise: float = 0.01
     single_band: float = 0.10
-    correction: str = "holm"
+    correction: str = "bh"
     device: str | None = None
     run_ids: frozenset[str] | None = None
 
@@ -140,7 +140,7 @@ def _parse_comparison(path: Path, i: int, entry: Any) -> ComparisonSpec:
             raise ReporterError(f"{path}: {where} {key} must be a string")
     if entry.get("lang") is not None and entry["lang"] not in LANGUAGES:
         raise ReporterError(f"{path}: {where} lang = {entry['lang']!r}; choose one of: {', '.join(LANGUAGES)}")
-    if entry.get("correction", "holm") not in ("holm", "bh"):
+    if entry.get("correction", "bh") not in ("holm", "bh"):
         raise ReporterError(f"{path}: {where} correction = {entry['correction']!r}; choose holm or bh")
     for key in ("noise", "single_band"):
         if key in entry and not (isinstance(entry[key], (int, float)) and 0 <= entry[key] < 1):
@@ -152,7 +152,7 @@ def _parse_comparison(path: Path, i: int, entry: Any) -> ComparisonSpec:
         lang=entry.get("lang"),
         noise=float(entry.get("noise", 0.01)),
         single_band=float(entry.get("single_band", 0.10)),
-        correction=entry.get("correction", "holm"),
+        correction=entry.get("correction", "bh"),
     )
 
 

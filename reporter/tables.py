@@ -96,8 +96,8 @@ def _comparison_grid(c: Comparison) -> tuple[list[str], list[tuple[str, list[lis
                 [
                     r.case_id,
                     r.metric,
-                    format_value(r.baseline_median, r.unit) + _spread(r.baseline_median, r.baseline_ci_low, r.baseline_ci_high),
-                    format_value(r.candidate_median, r.unit) + _spread(r.candidate_median, r.candidate_ci_low, r.candidate_ci_high),
+                    format_value(r.baseline_value, r.unit) + _spread(r.baseline_value, r.baseline_ci_low, r.baseline_ci_high),
+                    format_value(r.candidate_value, r.unit) + _spread(r.candidate_value, r.candidate_ci_low, r.candidate_ci_high),
                     _ratio(r.ratio),
                     f"[{_ratio(r.ci_low)[:-1]}, {_ratio(r.ci_high)[:-1]}]" if math.isfinite(r.ci_low) else "–",
                     _pvalue(r.p_adjusted),
@@ -113,13 +113,23 @@ def _comparison_grid(c: Comparison) -> tuple[list[str], list[tuple[str, list[lis
         ("geomean", [["geomean", what, "", "", _ratio(g.ratio), g_ci, "", "", f"{g.n_cases} case(s)"]])
     )
     counts = ", ".join(f"{n} {v}" for v, n in c.counts.items() if n)
-    band = f"±{c.noise:.0%} noise band (±{c.single_band:.0%} with fewer than 3 processes a side)"
+    band = f"±{c.noise:.0%} noise band"
     correction = {"holm": "Holm", "bh": "Benjamini–Hochberg"}[c.correction]
+    tested = int(c.rows["p_value"].notna().sum())
+    mde = f"{c.mde:.1%}" if math.isfinite(c.mde) else "–"
     trailer = [
         f"ratio > 1: the candidate is better (time: baseline/candidate; throughput: candidate/baseline). "
-        f"Medians ± the half-width of their 95% CI. p-values {correction}-corrected across {len(c.rows)} rows; {band}.",
+        f"Estimates (geometric means of process medians) ± the half-width of their 95% CI. "
+        f"{c.analysis} analysis; p-values {correction}-corrected across {tested} tested rows; {band}; "
+        f"median minimum detectable effect {mde}"
+        + ("." if c.run_level_covered else "; run-to-run variation not covered in every row."),
         f"verdicts: {counts}.",
     ]
+    if c.advice is not None:
+        a = c.advice
+        need = ", ".join(x for x in (f"{a.processes} processes" if a.processes else "", f"{a.runs} runs" if a.runs else "") if x)
+        trailer.append(f"noisiest family: {a.family} (median MDE {a.mde:.1%}); to resolve ±{a.target:.0%} there: "
+                       f"{need or 'not reachable by more processes or runs alone'} a side.")
     if c.unmatched:
         only = {side: [f"{case} ({metric})" for case, metric, s in c.unmatched if s == side] for side in ("baseline", "candidate")}
         for side, items in only.items():
@@ -172,32 +182,40 @@ def _md_escape(text: str) -> str:
 
 
 RECORD_KEYS = (
-    "case", "workload", "metric", "unit", "baseline_median", "candidate_median", "ratio", "ci_low", "ci_high",
-    "p_value", "p_adjusted", "verdict", "note", "baseline_ci_low", "baseline_ci_high", "candidate_ci_low",
-    "candidate_ci_high", "n_baseline_units", "n_candidate_units", "n_cases",
+    "case", "workload", "family", "metric", "unit", "baseline_value", "candidate_value", "baseline_median",
+    "candidate_median", "ratio", "ci_low", "ci_high", "p_value", "p_adjusted", "verdict", "analysis", "mde",
+    "processes_needed", "notes", "note", "baseline_ci_low", "baseline_ci_high", "candidate_ci_low",
+    "candidate_ci_high", "n_baseline_units", "n_candidate_units", "n_baseline_runs", "n_candidate_runs", "n_cases",
 )
 
 
 def comparison_records(c: Comparison) -> list[dict[str, Any]]:
     """One dict per row, then one per unmatched (case, metric), then the ``geomean`` entry.
 
-    Keys are ``RECORD_KEYS``; NaN becomes ``None``. Unmatched entries have verdict
-    ``unmatched`` and a note naming the side that measured them.
+    Keys are ``RECORD_KEYS`` (the columns of ``reporter.compare``'s rows); ``notes`` is a
+    list of ``{"code", "params"}``; NaN becomes ``None``. Unmatched entries have verdict
+    ``unmatched`` and a note naming the side that measured them. Geomean entries (the
+    overall one, ``case`` = ``geomean``, then one per family, ``case`` =
+    ``geomean:<family>``) carry ``ratio``, its CI, ``verdict``, ``analysis``, ``mde``,
+    ``family``, ``n_cases`` and the replicate units in ``n_baseline_units``.
     """
     out = []
     for r in c.rows.to_dict("records"):
         rec = {k: r.get(k) for k in RECORD_KEYS}
         rec["case"] = r["case_id"]
+        rec["notes"] = [n.to_json() for n in r.get("notes", ())]
         rec["n_cases"] = None
         out.append(rec)
     for case, metric, side in c.unmatched:
         rec = dict.fromkeys(RECORD_KEYS)
-        rec.update(case=case, workload=case.split("[", 1)[0], metric=metric, unit=METRICS[metric].unit if metric in METRICS else None, verdict=UNMATCHED, note=f"measured only in the {side}")
+        rec.update(case=case, workload=case.split("[", 1)[0], metric=metric, unit=METRICS[metric].unit if metric in METRICS else None, verdict=UNMATCHED, note=f"measured only in the {side}", notes=[])
         out.append(rec)
-    g = c.geomean
-    rec = dict.fromkeys(RECORD_KEYS)
-    rec.update(case="geomean", metric=c.geomean_metric, unit="ratio", ratio=g.ratio, ci_low=g.ci_low, ci_high=g.ci_high, n_cases=g.n_cases)
-    out.append(rec)
+    for name, g in [("geomean", c.geomean)] + [(f"geomean:{f}", g) for f, g in c.geomeans.items()]:
+        rec = dict.fromkeys(RECORD_KEYS)
+        rec.update(case=name, family=g.family, metric=c.geomean_metric, unit="ratio", ratio=g.ratio, ci_low=g.ci_low,
+                   ci_high=g.ci_high, p_value=g.p_value, verdict=g.verdict, analysis=g.analysis, mde=g.mde,
+                   n_cases=g.n_cases, n_baseline_units=g.n_units, n_candidate_units=g.n_units, notes=[])
+        out.append(rec)
     return [{k: _plain(v) for k, v in rec.items()} for rec in out]
 
 
@@ -222,6 +240,7 @@ def render_comparison_csv(c: Comparison) -> str:
     writer = csv.DictWriter(buf, fieldnames=list(RECORD_KEYS), lineterminator="\n")
     writer.writeheader()
     for rec in comparison_records(c):
+        rec["notes"] = json.dumps(rec["notes"], ensure_ascii=False) if rec["notes"] is not None else None
         writer.writerow({k: "" if v is None else (repr(v) if isinstance(v, float) else v) for k, v in rec.items()})
     return buf.getvalue()
 

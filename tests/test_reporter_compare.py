@@ -11,14 +11,16 @@ import pytest
 from reporter.compare import SUMMARY_COLUMNS, compare_labels, compute_summaries
 from reporter.errors import ReporterError
 from reporter.load import load_archive
-from reporter.stats import VERDICT_BETTER, VERDICT_INCONCLUSIVE, VERDICT_SAME, VERDICT_WORSE, VERDICTS
+from collector.vocabulary import Analysis, NoteCode, Verdict
+from reporter.stats import VERDICT_BETTER, VERDICT_SAME, VERDICT_WORSE, VERDICTS
 from test_reporter_support import lognormal_processes, load_reference_aa, run_id, write_run
 
 ROW_COLUMNS = {
-    "case_id", "workload", "params", "metric", "unit", "better", "baseline_median", "candidate_median",
-    "baseline_ci_low", "baseline_ci_high", "candidate_ci_low", "candidate_ci_high", "ratio", "ci_low", "ci_high",
-    "p_value", "p_adjusted", "verdict", "note", "n_baseline_units", "n_candidate_units", "flops", "bytes", "items",
-    "items_unit",
+    "case_id", "workload", "family", "params", "metric", "unit", "better", "baseline_value", "candidate_value",
+    "baseline_ci_low", "baseline_ci_high", "candidate_ci_low", "candidate_ci_high", "baseline_median",
+    "candidate_median", "ratio", "ci_low", "ci_high", "p_value", "p_adjusted", "verdict", "notes", "note", "analysis",
+    "mde", "processes_needed", "n_baseline_units", "n_candidate_units", "n_baseline_runs", "n_candidate_runs",
+    "n_baseline_samples", "n_candidate_samples", "flops", "bytes", "items", "items_unit",
 }
 
 
@@ -51,16 +53,26 @@ def test_ratio_is_oriented_so_above_one_is_better(ab_archive):
     time, thr, conv = rows.loc[("mm[n=4096]", "time")], rows.loc[("mm[n=4096]", "throughput")], rows.loc[("conv[k=3]", "time")]
     assert time.ratio == pytest.approx(1.2, rel=0.05) and time.verdict == VERDICT_BETTER
     assert thr.ratio == pytest.approx(1.2, rel=0.05) and thr.verdict == VERDICT_BETTER
-    assert time.ratio == pytest.approx(time.baseline_gmean / time.candidate_gmean)
-    assert thr.ratio == pytest.approx(thr.candidate_gmean / thr.baseline_gmean)
-    assert conv.verdict in (VERDICT_SAME, VERDICT_INCONCLUSIVE)
-    assert time.flops == 2.0e9 and time.workload == "mm"
-    assert (time.n_baseline_units, time.n_candidate_units, time.level) == (5, 5, "process")
+    # The values shown are the estimates the ratio comes from: never a contradiction.
+    assert time.ratio == pytest.approx(time.baseline_value / time.candidate_value)
+    assert thr.ratio == pytest.approx(thr.candidate_value / thr.baseline_value)
+    assert time.baseline_ci_low < time.baseline_value < time.baseline_ci_high
+    assert conv.verdict == VERDICT_SAME
+    assert time.flops == 2.0e9 and time.workload == "mm" and time.family == "other"
+    assert (time.n_baseline_units, time.n_candidate_units, time.analysis) == (5, 5, Analysis.HIERARCHICAL.value)
+    assert 0.01 < time.mde < 0.2 and time.processes_needed >= 2
+    codes = {n.code for n in time.notes}
+    assert NoteCode.RUN_LEVEL_NOT_COVERED in codes and "run-to-run variation is not in the CI" in time.note
     assert ("mm[n=4096]", "loss") not in rows.index  # better="none" is informational, never compared
     assert c.unmatched == [("only_stack-a[x=1]", "time", "baseline"), ("only_stack-b[x=1]", "time", "candidate")]
     assert sum(c.counts.values()) == len(c.rows) and set(c.counts) == set(VERDICTS)
-    assert c.geomean_metric == "time" and c.geomean.n_cases == 2
+    assert c.geomean_metric == "time" and c.geomean.n_cases == 2 and c.geomean.n_units == 5
+    assert c.geomean.ci_low < c.geomean.ratio < c.geomean.ci_high
+    assert set(c.geomeans) == {"other"} and c.geomeans["other"].n_cases == 2
     assert (c.baseline, c.candidate) == ("stack-a", "stack-b")
+    assert c.correction == "bh" and c.analysis == "hierarchical" and not c.run_level_covered
+    assert c.mde == pytest.approx(np.median(c.rows["mde"].dropna()))
+    assert c.advice is not None and c.advice.family == "other"
     assert (c.rows["p_adjusted"] >= c.rows["p_value"]).all()
 
 
@@ -75,8 +87,8 @@ def test_swapping_labels_inverts_everything(ab_archive):
 
 
 def test_bh_correction_and_bad_options(ab_archive):
-    holm = compare_labels(ab_archive, "stack-a", "stack-b")
-    bh = compare_labels(ab_archive, "stack-a", "stack-b", correction="bh")
+    holm = compare_labels(ab_archive, "stack-a", "stack-b", correction="holm")
+    bh = compare_labels(ab_archive, "stack-a", "stack-b")
     assert (bh.rows["p_adjusted"] <= holm.rows["p_adjusted"] + 1e-15).all()
     with pytest.raises(ReporterError, match="correction"):
         compare_labels(ab_archive, "stack-a", "stack-b", correction="none")
@@ -93,7 +105,8 @@ def test_summaries(ab_archive):
     assert list(s.columns) == list(SUMMARY_COLUMNS)
     row = s[(s["label"] == "stack-a") & (s["case_id"] == "mm[n=4096]") & (s["metric"] == "time")].iloc[0]
     assert (row.n_samples, row.n_processes, row.n_runs, row.workload, row.unit, row.better) == (100, 5, 1, "mm", "s", "lower")
-    assert row.ci_low <= row["median"] <= row.ci_high and row.q1 <= row["median"] <= row.q3
+    assert row.ci_low <= row.estimate <= row.ci_high and row.q1 <= row["median"] <= row.q3
+    assert not row.runs_covered
     assert "loss" in set(s["metric"])  # summaries cover informational metrics too
 
 
@@ -115,17 +128,89 @@ def test_edge_values_zero_identical_and_single_process(tmp_path):
     c = compare_labels(load_archive(root), "x", "y")
     rows = c.rows.set_index(["case_id", "metric"])
     same = rows.loc[("same[n=1]", "time")]
-    assert (same.ratio, same.ci_low, same.ci_high, same.p_value, same.verdict) == (1.0, 1.0, 1.0, 1.0, VERDICT_SAME)
+    assert (same.ratio, same.verdict, same.analysis) == (1.0, Verdict.UNCHANGED.value, Analysis.DETERMINISTIC.value)
+    assert math.isnan(same.ci_low) and math.isnan(same.p_value)  # no CI pretence
     const = rows.loc[("const[n=1]", "time")]
-    assert const.ratio == pytest.approx(0.5) and math.isnan(const.p_value) and const.verdict == VERDICT_INCONCLUSIVE
-    assert "no variance" in const.note
+    assert const.ratio == pytest.approx(0.5) and const.verdict == Verdict.CHANGED.value
+    assert const.baseline_value == 1.0e-3 and const.candidate_value == 2.0e-3
+    assert const.notes[0].code == NoteCode.VALUE_CHANGED
     zeros = rows.loc[("same[n=1]", "graph_breaks")]
-    assert (zeros.ratio, zeros.verdict) == (1.0, VERDICT_SAME)
+    assert (zeros.ratio, zeros.verdict) == (1.0, Verdict.UNCHANGED.value)
     zero_vs_two = rows.loc[("const[n=1]", "graph_breaks")]
-    assert math.isnan(zero_vs_two.ratio) and zero_vs_two.verdict == VERDICT_INCONCLUSIVE
-    assert "zero or negative" in zero_vs_two.note
+    assert math.isnan(zero_vs_two.ratio) and zero_vs_two.verdict == Verdict.CHANGED.value
     single = rows.loc[("single[n=1]", "time")]
-    assert single.level == "sample" and single.verdict == VERDICT_WORSE and "single process" in single.note
+    # 30% slower, but one process a side: an estimate, never a verdict.
+    assert single.verdict == Verdict.TOO_FEW.value and single.analysis == Analysis.ESTIMATE.value
+    assert single.ratio == pytest.approx(1.0 / 1.3, rel=0.02) and math.isnan(single.ci_low)
+    assert single.notes[0].code == NoteCode.TOO_FEW_UNITS and single.processes_needed >= 2
+
+
+def test_varying_zero_values_have_no_ratio(tmp_path):
+    root = tmp_path / "runs"
+    for i, label in enumerate(("x", "y")):
+        write_run(root, label, {"c[n=1]": [[1e-3, 1.1e-3]] * 3},
+                  extra_metrics={"graph_breaks": {"c[n=1]": [[0, 1], [0, 0], [2, 0]]}}, run_id=run_id(i))
+    row = compare_labels(load_archive(root), "x", "y").rows.set_index(["case_id", "metric"]).loc[("c[n=1]", "graph_breaks")]
+    assert row.verdict == Verdict.NO_RATIO.value and math.isnan(row.ratio) and row.notes[0].code == NoteCode.NONPOSITIVE
+
+
+def _interleaved_pair(root, rng, *, effect, schema2=True, n_proc=4, start_c="2026-12-02T14:05:13+00:00"):
+    """Two runs recorded together: a shared per-round level, so pairing removes it."""
+    levels = 0.2 * rng.standard_normal(n_proc)  # large round-to-round drift shared by both stacks
+    ids = []
+    for i, (label, speed) in enumerate((("a", 1.0), ("b", effect))):
+        env = {("run", "interleaved"): "True",
+               ("run", "started_at"): "2026-12-02T14:05:12+00:00" if i == 0 else start_c}
+        if schema2:
+            env[("run", "interleave_group")] = "g1"
+        cases = {f"k[i={j}]": [list(1e-3 / speed * np.exp(levels[p] + 0.01 * rng.standard_normal(10))) for p in range(n_proc)]
+                 for j in range(6)}
+        rid = run_id(i, f"0000a{i}")
+        write_run(root, label, cases, run_id=rid, environment=env)
+        ids.append(rid)
+    return ids
+
+
+@pytest.mark.parametrize("schema2", [True, False])
+def test_interleaved_runs_are_paired_by_round(tmp_path, schema2):
+    rng = np.random.default_rng(4)
+    _interleaved_pair(tmp_path / "runs", rng, effect=1.05, schema2=schema2)
+    c = compare_labels(load_archive(tmp_path / "runs"), "a", "b")
+    assert c.analysis == Analysis.PAIRED.value
+    assert (c.rows["analysis"] == Analysis.PAIRED.value).all()
+    assert all(n.code == NoteCode.PAIRED_ROUNDS and n.values["n_pairs"] == 4 for n in (r[0] for r in c.rows["notes"]))
+    # The shared 20% drift cancels: a 5% change is called in every case.
+    assert (c.rows["verdict"] == VERDICT_BETTER).all(), c.rows[["ratio", "ci_low", "ci_high"]]
+    np.testing.assert_allclose(c.rows["ratio"], c.rows["baseline_value"] / c.rows["candidate_value"])
+    assert c.geomean.analysis == Analysis.PAIRED.value and c.geomean.n_units == 4 and c.geomean.ci_low > 1.0
+
+
+def test_runs_started_apart_are_not_paired(tmp_path):
+    rng = np.random.default_rng(4)
+    _interleaved_pair(tmp_path / "runs", rng, effect=1.05, schema2=False, start_c="2026-12-02T15:05:12+00:00")
+    c = compare_labels(load_archive(tmp_path / "runs"), "a", "b")
+    assert c.analysis == Analysis.HIERARCHICAL.value
+    assert not c.rows["verdict"].isin([VERDICT_BETTER, VERDICT_WORSE]).any()  # the drift swamps 5% unpaired
+
+
+def test_several_runs_a_side_put_the_run_level_in_the_ci(tmp_path):
+    root = tmp_path / "runs"
+    rng = np.random.default_rng(8)
+    for label in ("x", "y"):
+        for r in range(3):
+            shift = 0.1 * rng.standard_normal()  # a run effect shared by every case and process
+            cases = {f"k[i={j}]": [list(1e-3 * np.exp(shift + 0.005 * rng.standard_normal(8))) for _ in range(3)] for j in range(8)}
+            write_run(root, label, cases, run_id=run_id(10 * (label == "y") + r, f"{10 * (label == 'y') + r:06x}"))
+    c = compare_labels(load_archive(root), "x", "y")
+    assert c.run_level_covered and (c.rows["n_baseline_runs"] == 3).all()
+    assert not c.rows["verdict"].isin([VERDICT_BETTER, VERDICT_WORSE]).any()
+    assert c.geomean.run_level == "replicated" and c.geomean.ci_low < 1.0 < c.geomean.ci_high
+    assert not any(NoteCode.RUN_LEVEL_NOT_COVERED in {n.code for n in notes} for notes in c.rows["notes"])
+    # Two single runs of one label: the run level is borrowed from the label's three runs.
+    ids = sorted(load_archive(root).runs.query("label == 'x'")["run_id"].astype(str))
+    one = compare_labels(load_archive(root), f"x@{ids[0]}", f"x@{ids[1]}")
+    assert all(NoteCode.RUN_LEVEL_BORROWED in {n.code for n in notes} for notes in one.rows["notes"])
+    assert one.run_level_covered and one.geomean.run_level == "borrowed"
 
 
 def test_no_common_case_is_an_error(tmp_path):
@@ -168,20 +253,16 @@ def test_reference_aa_two_against_two_is_never_better_or_worse(tmp_path, referen
     c = compare_labels(load_archive(root), base, cand)
     assert len(c.rows) == 7 and not c.unmatched
     assert not c.rows["verdict"].isin([VERDICT_BETTER, VERDICT_WORSE]).any(), c.rows[["case_id", "ratio", "ci_low", "ci_high", "verdict"]]
-    assert (c.rows["level"] == "process").all()
-    assert c.rows["note"].str.contains("fewer than 3 processes").all()
+    assert (c.rows["analysis"] == Analysis.HIERARCHICAL.value).all()
+    assert c.geomean.ci_low <= 1.0 <= c.geomean.ci_high
 
 
-def test_reference_aa_single_process_calls_always_carry_the_caveat(tmp_path, reference_aa):
-    """One process against one: the 25% matmul swing may clear ±10%, but never without the note."""
+def test_reference_aa_single_process_is_never_a_verdict(tmp_path, reference_aa):
+    """One process against one: the 25% matmul swing gets an estimate and "not enough replicates"."""
     names = sorted(reference_aa)
-    called = 0
     for i, (p, q) in enumerate(itertools.permutations(names, 2)):
         root = tmp_path / f"runs{i}"
         base, cand = _write_aa(root, reference_aa, [p], [q], same_label=False)
         rows = compare_labels(load_archive(root), base, cand).rows
-        decided = rows[rows["verdict"].isin([VERDICT_BETTER, VERDICT_WORSE])]
-        called += len(decided)
-        assert decided["note"].str.contains("single process").all()
-        assert (rows["level"] == "sample").all()
-    assert called < 12 * 7
+        assert (rows["verdict"] == Verdict.TOO_FEW.value).all()
+        assert rows["ratio"].notna().all() and rows["ci_low"].isna().all()

@@ -1,5 +1,5 @@
 """Several stacks on one host: ``--python`` runs the suite under another interpreter, and
-``--interleave`` alternates cases between stacks so machine drift falls on both alike."""
+``--interleave`` alternates cases between stacks (A B, then B A) so machine drift falls on both alike."""
 
 from __future__ import annotations
 
@@ -41,6 +41,7 @@ def test_interleaved_runs_of_two_stacks(run_cli, tmp_path, two_venvs):
     folders = [Path(line) for line in result.stdout.strip().splitlines()[-2:]]
     assert [f.parent.name for f in folders] == ["stack-a", "stack-b"]
     starts = []
+    groups = set()
     for folder in folders:
         env, _ = read_table(folder / s.ENVIRONMENT_FILE, s.ENVIRONMENT_FILE)
         rows = {(r["section"], r["key"]): r["value"] for r in env.to_pylist()}
@@ -50,11 +51,16 @@ def test_interleaved_runs_of_two_stacks(run_cli, tmp_path, two_venvs):
         assert rows[("run", "status")] == "complete"
         cases, _ = read_table(folder / s.CASES_FILE, s.CASES_FILE)
         assert {r["status"] for r in cases.to_pylist()} == {"ok"}
-        starts += [(r["started_at"], folder.parent.name) for r in cases.to_pylist()]
-    order = [label for _, label in sorted(starts)]
-    # A B A B ...: no two consecutive cases from the same stack
-    assert all(x != y for x, y in zip(order, order[1:])), order
-    assert order.count("stack-a") == order.count("stack-b") == len(order) // 2
+        assert rows[("run", "interleave_group")]
+        groups.add(rows[("run", "interleave_group")])
+        starts += [(r["started_at"], folder.parent.name, r["round"], r["position"]) for r in cases.to_pylist()]
+    assert len(groups) == 1  # one id pairs the two runs
+    order = sorted(starts)
+    # Round p is process p: A B in even rounds, B A in odd ones; position says which came first.
+    for _, label, rnd, pos in order:
+        assert pos == (0 if (label == "stack-a") == (rnd % 2 == 0) else 1)
+    pairs = [order[i:i + 2] for i in range(0, len(order), 2)]
+    assert all(x[2] == y[2] and x[1] != y[1] for x, y in pairs), order
 
 
 def test_python_must_be_paired_with_labels(run_cli, tmp_path, two_venvs):
@@ -72,3 +78,26 @@ def test_a_python_without_torch_is_a_clear_error(run_cli, tmp_path):
     assert "could not start a worker" in result.stderr and "No module named" in result.stderr
     assert "Traceback" not in result.stderr.splitlines()[0]
     assert not any((tmp_path / "runs").rglob("*.parquet"))
+
+
+def test_interleave_plan_alternates_the_order_between_rounds():
+    """Runner.tasks: per round (process index), case by case, A B in even rounds and B A in odd ones."""
+    from collector.runner import Planned, RunOptions, Runner, Stack
+    from collector.workloads import Case
+
+    cases = [Case("matmul", {"n": 64, "dtype": "fp32"}), Case("matmul", {"n": 128, "dtype": "fp32"})]
+    stacks = [Stack("python-a", "a"), Stack("python-b", "b")]
+    planned = [Planned(st, None, [], None, cases) for st in stacks]  # planning reads only the cases
+    runner = Runner(RunOptions(out=Path("."), stacks=stacks, processes=3, interleave=True), planned, progress=False)
+    tasks = runner.tasks(set())
+    assert len(tasks) == 2 * 3 * 2
+    seen = [(t.process, t.stack_index, t.position) for t in tasks]
+    for i in range(0, len(seen), 2):
+        (p1, s1, pos1), (p2, s2, pos2) = seen[i], seen[i + 1]
+        assert p1 == p2 and (pos1, pos2) == (0, 1)
+        assert (s1, s2) == ((0, 1) if p1 % 2 == 0 else (1, 0))
+    assert [t.process for t in tasks] == sorted(t.process for t in tasks)
+    plain_runner = Runner(RunOptions(out=Path("."), stacks=stacks, processes=3), planned, progress=False)
+    assert all(t.position is None for t in plain_runner.tasks(set()))
+    for r in (runner, plain_runner):
+        r.log_dir.rmdir()  # created empty for worker logs; no worker ran

@@ -1,0 +1,44 @@
+"""The text of a comparison row's notes, in each language of the site.
+
+A ``collector.vocabulary.Note`` is a code and parameters; its message is the entry of
+the code in the ``[notes]`` table of ``reporter/i18n/<lang>.toml``, with ``{param}``
+placeholders. Fractions (``noise``, ``band``) are shown as percentages, other numbers
+in their shortest form.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Any
+
+from collector.vocabulary import Note
+from reporter.render import Messages
+
+# Parameters that hold a fraction and read as a percentage.
+FRACTION_PARAMS = frozenset({"noise", "band"})
+
+
+@lru_cache(maxsize=None)
+def _messages(lang: str) -> Messages:
+    return Messages(lang)
+
+
+def format_param(name: str, value: Any) -> str:
+    """One parameter as it appears in a message: ``0.01`` -> ``1%`` for fractions, ``3.0`` -> ``3``."""
+    if isinstance(value, bool) or value is None:
+        return str(value)
+    if isinstance(value, (int, float)):
+        if name in FRACTION_PARAMS:
+            return f"{value * 100:g}%"
+        return f"{value:.6g}"
+    return str(value)
+
+
+def note_text(note: Note, lang: str) -> str:
+    """The message of ``note`` in ``lang`` (``en`` or ``zh``), parameters filled in, as plain text.
+
+    A code without a message in ``lang`` falls back to English, then to the code itself
+    (``Messages``); ``tests/test_stats.py`` checks that every code has both.
+    """
+    params = {k: format_param(k, v) for k, v in note.params}
+    return _messages(lang).plain(f"notes.{note.code.value}", **params)
