@@ -109,3 +109,119 @@ class Note:
 
     def to_json(self) -> dict[str, Any]:
         return {"code": self.code.value, "params": dict(self.params)}
+
+
+# ---- workload families and article sections ---------------------------------------------------
+
+# The family a workload belongs to, in the order articles present them. A run records its
+# cases' family (schema 2), so an old run is grouped by what it recorded.
+FAMILIES = (
+    "basic",  # matmul, conv, memory ops
+    "training",  # end-to-end training steps
+    "compile",  # torch.compile
+    "amp",  # mixed precision
+    "data",  # data loading
+    "multigpu",  # DataParallel, DDP
+    "inference",  # latency, concurrency
+    "memory",  # allocator, largest batch, checkpointing
+    "numerics",  # numerical drift
+)
+# The family of a workload no registry knows (recorded by another imagebench version).
+OTHER_FAMILY = "other"
+
+# The sections of an article after "environment and method", and the families in each.
+SECTIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("basic", ("basic",)),
+    ("training", ("training", "memory")),
+    ("more", ("compile", "amp", "data", "multigpu")),
+    ("inference", ("inference",)),
+    ("numerics", ("numerics",)),
+    (OTHER_FAMILY, (OTHER_FAMILY,)),
+)
+
+
+def section_of(family: str) -> str:
+    """The article section a family is shown in (``other`` for an unknown family)."""
+    for key, families in SECTIONS:
+        if family in families:
+            return key
+    return OTHER_FAMILY
+
+
+# ---- the fingerprint keys a reader is shown ----------------------------------------------------
+
+
+class ValueFormat(str, enum.Enum):
+    """How a fingerprint value is shown: as recorded, or decoded."""
+
+    TEXT = "text"
+    CUDNN_VERSION = "cudnn_version"  # torch.backends.cudnn.version(): 92400 -> 9.24.0
+    BYTES = "bytes"  # a size in bytes
+
+
+@dataclass(frozen=True)
+class FingerprintKey:
+    """A fingerprint entry articles show: where it is recorded and how it is read.
+
+    ``name`` is the key of its label in the reporter's message catalogues
+    (``[stack] <name>``); ``confounder`` marks entries that are not part of the software
+    stack, whose difference between two sides makes an article more than a comparison
+    of stacks.
+    """
+
+    name: str
+    section: str
+    key: str
+    format: ValueFormat = ValueFormat.TEXT
+    confounder: bool = False
+
+
+FINGERPRINT_KEYS: tuple[FingerprintKey, ...] = (
+    FingerprintKey("torch", "torch", "version"),
+    FingerprintKey("cuda", "cuda", "runtime"),
+    FingerprintKey("cudnn", "cuda", "cudnn", ValueFormat.CUDNN_VERSION),
+    FingerprintKey("nccl", "cuda", "nccl"),
+    FingerprintKey("driver", "driver", "version", confounder=True),
+    FingerprintKey("gpu", "gpu0", "name", confounder=True),
+    FingerprintKey("gpu_count", "gpu", "count", confounder=True),
+    FingerprintKey("cpu", "cpu", "model", confounder=True),
+    FingerprintKey("cpu_cores", "cpu", "logical_cores", confounder=True),
+    FingerprintKey("memory", "memory", "total_bytes", ValueFormat.BYTES),
+    FingerprintKey("host", "host", "hostname"),
+    FingerprintKey("image", "container", "image"),
+    FingerprintKey("python", "python", "version"),
+    FingerprintKey("os", "os", "distribution"),
+    FingerprintKey("kernel", "os", "kernel"),
+    FingerprintKey("suite", "run", "suite"),
+    FingerprintKey("processes", "run", "processes"),
+)
+FINGERPRINT: Mapping[str, FingerprintKey] = {k.name: k for k in FINGERPRINT_KEYS}
+
+# Fingerprint entries that differ between any two runs and say nothing about the stack.
+VOLATILE_SECTIONS = ("run",)
+VOLATILE_KEYS = frozenset({
+    ("command", "argv"),
+    ("collect_env", "nvidia_gpu_models"),
+    ("env", "IMAGEBENCH_PARENT_PID"),  # the collector's own bookkeeping, recorded by early runs
+    ("imagebench", "git_commit"),
+})
+VOLATILE_KEY_SUFFIXES = ("temperature_c", "clock_sm_mhz", "clock_mem_mhz", "uuid", "serial_sha256", "pci_bus_id")
+
+
+def is_volatile(section: str, key: str) -> bool:
+    """True for fingerprint entries that differ between any two runs of one stack."""
+    return section in VOLATILE_SECTIONS or (section, key) in VOLATILE_KEYS or key.endswith(VOLATILE_KEY_SUFFIXES)
+
+
+def format_cudnn_version(value: str) -> str:
+    """``torch.backends.cudnn.version()`` as a dotted version: 92400 -> 9.24.0, 8902 -> 8.9.2.
+
+    cuDNN 9 encodes major * 10000 + minor * 100 + patch; earlier releases major * 1000 +
+    minor * 100 + patch. Anything else is returned as recorded.
+    """
+    text = str(value).strip()
+    if not text.isdigit():
+        return text
+    v = int(text)
+    major, rest = (v // 10000, v % 10000) if v >= 90000 else (v // 1000, v % 1000)
+    return f"{major}.{rest // 100}.{rest % 100}"

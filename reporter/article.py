@@ -1,671 +1,889 @@
-"""One comparison article: its view (from reporter.compare's rows) and its rendering.
+"""``compute_article``: one comparison, computed into ``ArticleData`` (reporter.article_data).
 
-The article follows the seed write-ups' order: test environment and method; basic
-operations; end-to-end training; compile, AMP, data loading and multi-GPU; inference;
-numerical drift; conclusion and advice; how to reproduce; the raw files. Every number
-comes from ``reporter.compare.compare_labels`` / ``compute_summaries`` or is a unit
-conversion of one (TFLOP/s = FLOPs / median time); the latency percentiles are read
-off the recorded latency samples with ``reporter.stats.compute_percentiles``.
+Pure: it reads an ``Archive`` and a ``ComparisonSpec``, asks reporter.compare for the
+comparison and reporter.stats for every interval, and returns frozen dataclasses. The
+article follows the source write-ups' order (environment and method; basic operations;
+training; compile, AMP, data loading and multi-GPU; inference; numerical drift;
+conclusion), keeps only the sections these runs measured, and lists what was not measured
+with the reason. Derived figures (compile and AMP speed-ups, memory saved, DataLoader
+throughput and its knee, scaling efficiency, inference throughput, GPU against CPU) are
+ratios between cases of one side, computed on the per-process medians grouped by run
+(``reporter.stats.compute_comparison``), so each carries its CI.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import re
 import shlex
-from dataclasses import dataclass, field, replace
-from types import SimpleNamespace
-from typing import Any, Mapping
+from dataclasses import dataclass
+from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
 
-from collector.suites import SUITES
-from collector.timing import TimingPolicy
-from reporter.charts import chart_lines, chart_ratios
-from reporter.compare import Comparison, compute_summaries
-from reporter.stats import compute_percentiles
-from reporter.config import ComparisonSpec
-from reporter.load import Archive
-from reporter.render import Messages
-from reporter.views import (
+from collector.schema import BETTER_HIGHER, BETTER_NONE
+from collector.vocabulary import (
+    FAMILIES,
+    FINGERPRINT_KEYS,
     OTHER_FAMILY,
-    ChartView,
-    Column,
-    Link,
-    TableView,
-    WorkloadInfo,
-    distinct,
-    family_of,
-    joined,
-    params_dict,
-    params_label,
-    relpath,
-    run_slug,
-    slug,
+    SECTIONS,
+    Note,
+    ValueFormat,
+    Verdict,
+    format_cudnn_version,
+    is_volatile,
 )
+from reporter.article_data import (
+    Advice,
+    ArticleData,
+    Block,
+    CaseRow,
+    ChartData,
+    Confounder,
+    DerivedRow,
+    DerivedTable,
+    FamilyHeadline,
+    Headline,
+    Interval,
+    Method,
+    NotMeasured,
+    NumericBlock,
+    NumericRow,
+    Percentiles,
+    PolicyRow,
+    Rate,
+    Reproduce,
+    RunRef,
+    Section,
+    Side,
+    StackRow,
+)
+from reporter.compare import Comparison, compare_labels, compute_summaries
+from reporter.config import ComparisonSpec
+from reporter.labels import block_heading, case_label, distinct_labels, host_label, params_of
+from reporter.load import Archive
+from reporter.messages import Catalogue, catalogue
+from reporter.paths import article_page, run_page
+from reporter.stats import Geomean, compute_comparison, compute_percentiles
 
-# Article sections after "environment and method", and the workload families in each.
-SECTIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("basic", ("basic",)),
-    ("training", ("training", "memory")),
-    ("more", ("compile", "amp", "data", "multigpu")),
-    ("inference", ("inference",)),
-    ("numerics", ("numerics",)),
-    (OTHER_FAMILY, (OTHER_FAMILY,)),
-)
 # Metrics the article leaves to the raw files: the host-side mirror of every device time.
 HIDDEN_METRICS = ("wall_time",)
+# Metrics a main table shows; the rest (reserved memory, utilisation, counts) are in the details.
+MAIN_METRICS = ("time", "latency", "throughput", "compile_time", "max_batch", "tasks_ok")
 # Metrics that are a time per item of work, from which a rate (TFLOP/s, GB/s, items/s) follows.
 RATE_METRICS = ("time", "latency")
-# Parameters a scaling curve can run along, in order of preference.
-SCALE_PARAMS = ("n", "size", "elements", "gpus", "replicas", "world_size", "workers", "num_workers", "tasks",
-                "concurrency", "batch", "batch_size", "seq_len", "seq", "image_size")
-# Axes along which the curve is a scaling curve (throughput), not a size curve (time).
-PARALLEL_PARAMS = ("gpus", "replicas", "world_size", "workers", "num_workers", "tasks", "concurrency")
-# Fingerprint keys shown side by side: (row key in i18n, section, key).
-STACK_ROWS: tuple[tuple[str, str, str], ...] = (
-    ("torch", "torch", "version"),
-    ("cuda", "cuda", "runtime"),
-    ("cudnn", "cuda", "cudnn"),
-    ("nccl", "cuda", "nccl"),
-    ("driver", "driver", "version"),
-    ("gpu", "gpu0", "name"),
-    ("gpu_count", "gpu", "count"),
-    ("cpu", "cpu", "model"),
-    ("host", "host", "hostname"),
-    ("image", "container", "image"),
-    ("python", "python", "version"),
-    ("os", "os", "distribution"),
-    ("kernel", "os", "kernel"),
-    ("suite", "run", "suite"),
-    ("processes", "run", "processes"),
-)
-# Differences that make a comparison more than a comparison of stacks.
-CONFOUNDERS: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = (
-    ("gpu", (("gpu0", "name"), ("gpu", "count"))),
-    ("driver", (("driver", "version"),)),
-    ("host", (("host", "hostname"),)),
-    ("cpu", (("cpu", "model"),)),
-)
-# Fingerprint entries that differ between any two runs and say nothing about the stack.
-VOLATILE_SECTIONS = ("run",)
-VOLATILE_KEYS = {
-    ("command", "argv"),
-    ("collect_env", "nvidia_gpu_models"),
-    ("env", "IMAGEBENCH_PARENT_PID"),  # the collector's own bookkeeping, recorded by early runs
-    ("imagebench", "git_commit"),
-}
-VOLATILE_KEY_SUFFIXES = ("temperature_c", "clock_sm_mhz", "clock_mem_mhz", "uuid", "serial_sha256", "pci_bus_id")
-MAX_VALUE_CHARS = 400
+# Parameters a scaling curve can run along, in order of preference, and those along
+# which it is a throughput curve rather than a time curve.
+SCALE_PARAMS = ("n", "elements", "replicas", "num_workers", "tasks", "batch", "seq", "image_size")
+PARALLEL_PARAMS = ("replicas", "num_workers", "tasks")
 TOP_N = 5
+HEADLINE_CHANGES = 2
+# The z-values of a two-sided 5% test and 80% power: MDE = (z_α/2 + z_β) · se.
+# A DataLoader curve's knee: the fewest workers reaching this share of the best throughput.
+KNEE_SHARE = 0.9
+MAX_VALUE_CHARS = 400
 
 
-@dataclass
-class Side:
-    """One side of the comparison: its selector and runs."""
-
-    role: str
-    selector: str
-    label: str
-    runs: pd.DataFrame
-    archive: Archive
-    _ok: pd.DataFrame | None = None
-    _latency: dict[str, np.ndarray] | None = None
-
-    @property
-    def display(self) -> str:
-        return self.selector
-
-    def ok_samples(self) -> pd.DataFrame:
-        if self._ok is None:
-            self._ok = self.archive.ok_samples()
-        return self._ok
-
-    def latency_samples(self) -> dict[str, np.ndarray]:
-        """Every recorded request time, by case id."""
-        if self._latency is None:
-            s = self.ok_samples()
-            s = s[s["metric"] == "latency"]
-            self._latency = {str(k): g.to_numpy(np.float64) for k, g in s.groupby("case_id", observed=True)["value"]}
-        return self._latency
+# ---- the comparison, read through the statistics contract ----------------------------------------
 
 
-@dataclass
-class Block:
-    """One workload's part of a section."""
-
-    workload: str
-    title: str
-    kind: str
-    tables: list[TableView]
-    charts: list[ChartView] = field(default_factory=list)
-    notes: list[dict[str, Any]] = field(default_factory=list)
-
-    @property
-    def table(self) -> TableView:  # the first table (templates iterate ``tables``)
-        return self.tables[0]
+def _contract_rows(c: Comparison, families: Mapping[str, str]) -> pd.DataFrame:
+    """``c.rows`` with every row's family: the recorded one, else the registry's, else "other"."""
+    rows = c.rows.copy()
+    known = rows["family"].where(rows["family"].notna(), None)
+    rows["family"] = [f if isinstance(f, str) and f else families.get(str(w), OTHER_FAMILY)
+                      for f, w in zip(known, rows["workload"])]
+    return rows
 
 
-@dataclass
-class Section:
-    key: str
-    number: int
-    blocks: list[Block]
-    charts: list[ChartView]
+# ---- the article --------------------------------------------------------------------------------
 
 
-class ArticleBuilder:
-    """Builds the view of one article. ``page`` is the article's path under the site root."""
+def compute_article(
+    archive: Archive,
+    spec: ComparisonSpec,
+    *,
+    comparison: Comparison | None = None,
+    families: Mapping[str, str] | None = None,
+    titles: Mapping[str, str] | None = None,
+    lang: str = "en",
+    build_command: str = "reporter build",
+    cache: dict[Any, Any] | None = None,
+) -> ArticleData:
+    """The whole article comparing ``spec.candidate`` with ``spec.baseline`` in ``archive``.
 
-    def __init__(
-        self,
-        *,
-        spec: ComparisonSpec,
-        archive: Archive,
-        comparison: Comparison,
-        workloads: Mapping[str, WorkloadInfo],
-        t: Messages,
-        page: str,
-        run_pages: Mapping[tuple[str, str], str],
-        build_command: str,
-        cache: dict[Any, Any] | None = None,
-    ) -> None:
-        self.spec = spec
-        self.cache = cache if cache is not None else {}
-        self.archive = archive
-        self.cmp = comparison
-        self.workloads = workloads
-        self.t = t
-        self.lang = t.lang
-        self.page = page
-        self.run_pages = run_pages
-        self.build_command = build_command
-        self.baseline = self._side("baseline", spec.baseline)
-        self.candidate = self._side("candidate", spec.candidate)
-        # Plain records (attribute access like itertuples): building tables row by row from
-        # pandas costs more than everything else in an article.
-        self.rows: list[SimpleNamespace] = [
-            SimpleNamespace(**rec, Index=i, family=family_of(rec["workload"], workloads), p=params_dict(rec["params"]))
-            for i, rec in enumerate(comparison.rows.to_dict("records"))
-        ]
-        self._chart_count = 0
-        self._rates_by_family: dict[str, dict[str, dict[int, dict[str, Any]]]] = {}
-        self._drift = pd.DataFrame()
+    ``comparison`` is ``compare_labels``' result when the caller has it already;
+    ``families`` maps a workload to its family where the runs did not record one (the
+    registry's), ``titles`` a workload to its methodology title. ``cache`` may be shared
+    between articles of one build (a side's informational summaries are computed once).
+    """
+    t = catalogue(lang)
+    cache = cache if cache is not None else {}
+    families = dict(families or {})
+    c = comparison or compare_labels(archive, spec.baseline, spec.candidate, noise=spec.noise,
+                                     single_band=spec.single_band, correction=spec.correction)
+    sides = {role: archive.select(sel) for role, sel in (("baseline", spec.baseline), ("candidate", spec.candidate))}
+    recorded = _recorded_families(archive)
+    families = {**families, **recorded}
+    fps = {role: _fingerprint(a) for role, a in sides.items()}
+    devices = {role: _distinct(a.runs["device_name"]) for role, a in sides.items()}
+    device = ", ".join(_distinct(devices["baseline"] + devices["candidate"])) or "?"
+    rows_df = _contract_rows(c, families)
+    rows_df = rows_df[~rows_df["metric"].isin(HIDDEN_METRICS)].reset_index(drop=True)
+    rows = _case_rows(rows_df, sides, t)
+    units = {role: _unit_moments(a) for role, a in sides.items()}
 
-    # -- helpers ------------------------------------------------------------------------------
+    confounders = _confounders(fps["baseline"], fps["candidate"])
+    cross_device = devices["baseline"] != devices["candidate"] or \
+        _distinct(sides["baseline"].runs["device_type"]) != _distinct(sides["candidate"].runs["device_type"])
 
-    def _side(self, role: str, selector: str) -> Side:
-        sub = self.archive.select(selector)
-        return Side(role, selector, selector.partition("@")[0], sub.runs, sub)
+    sections = _sections(rows, rows_df, units, sides, spec, t, cache, lang)
+    geomeans = dict(c.geomeans)
+    headline = _headline(rows, geomeans, c, cross_device, bool(confounders))
+    calls = [r for r in rows if r.main and r.verdict.is_call]
+    best = tuple(sorted((r for r in calls if r.verdict is Verdict.BETTER), key=lambda r: -r.ratio.value)[:TOP_N])
+    worst = tuple(sorted((r for r in calls if r.verdict is Verdict.WORSE), key=lambda r: r.ratio.value)[:TOP_N])
+    numerics = [n for s in sections for n in s.numerics]
+    method = _method(sides, fps, c)
+    title = spec.title or t.plain("article.default_title", candidate=spec.candidate, baseline=spec.baseline, device=device)
+    return ArticleData(
+        title=title,
+        lang=lang,
+        page=article_page(spec.slug),
+        baseline=Side("baseline", spec.baseline, spec.baseline.partition("@")[0], ", ".join(devices["baseline"]) or None),
+        candidate=Side("candidate", spec.candidate, spec.candidate.partition("@")[0], ", ".join(devices["candidate"]) or None),
+        device=device,
+        headline=headline,
+        stacks=_stacks(sides, fps, t),
+        changes=_changes(fps["baseline"], fps["candidate"]),
+        confounders=confounders,
+        method=method,
+        runs=tuple(_run_refs(sides)),
+        sections=sections,
+        best=best,
+        worst=worst,
+        advice=_advice(c, rows, confounders, cross_device, method, numerics),
+        not_measured=_not_measured(sides, {r.workload for r in rows} | {b.workload for b in numerics}, families,
+                                   titles or {}, t, c),
+        unmatched=tuple(_unmatched(c, t)),
+        reproduce=tuple(_reproduce(role, spec.baseline if role == "baseline" else spec.candidate, fps[role])
+                        for role in ("baseline", "candidate")),
+        build_command=build_command,
+    )
 
-    def _title(self, workload: str) -> str:
-        info = self.workloads.get(workload)
-        return info.title_in(self.lang) if info else workload
 
-    def _metric_name(self, metric: str) -> str:
-        key = f"metric.{metric}"
-        return self.t.plain(key) if self.t.has(key) else metric
+# ---- rows ---------------------------------------------------------------------------------------
 
-    def _chart(self, title: str, spec: dict[str, Any], table: TableView | None) -> ChartView:
-        self._chart_count += 1
-        return ChartView(title=title, spec=spec, table=table, ident=f"c{self._chart_count}")
 
-    def _col(self, key: str, fmt: str = "text", right: bool = False, **values: Any) -> Column:
-        return Column(self.t(f"col.{key}", **values), fmt, right)
+def _case_rows(df: pd.DataFrame, sides: Mapping[str, Archive], t: Catalogue) -> list[CaseRow]:
+    """Every compared row, labelled within its workload's block, with rates and latency percentiles."""
+    latency = {role: _latency_samples(a) for role, a in sides.items()}
+    rates = _rates(df)
+    out: list[CaseRow] = []
+    for workload, sub in df.groupby("workload", sort=False):
+        params = [params_of(p) for p in sub["params"]]
+        _, named = block_heading(t, str(workload), _distinct_params(params))
+        labels = distinct_labels(t, str(workload), params,
+                                 lambda p: case_label(t, str(workload), p, omit=named) or case_label(t, str(workload), p))
+        full = [case_label(t, str(workload), p, with_workload=True) for p in params]
+        for (i, r), label, full_label in zip(sub.iterrows(), labels, full):
+            metric = str(r["metric"])
+            if metric != "time" and metric != "latency":
+                label = t.plain("label.metric_suffix", label=label, metric=_metric_name(t, metric))
+                full_label = t.plain("label.metric_suffix", label=full_label, metric=_metric_name(t, metric))
+            verdict = Verdict(str(r["verdict"]))
+            lat = (None, None)
+            if metric == "latency":
+                lat = tuple(_percentiles(latency[role].get(str(r["case_id"]))) for role in ("baseline", "candidate"))
+            main = metric in MAIN_METRICS or (metric == "peak_allocated" and verdict.is_call)
+            out.append(CaseRow(
+                case_id=str(r["case_id"]), workload=str(workload), family=str(r["family"]), label=label,
+                full_label=full_label, metric=metric, unit=str(r["unit"]), better=str(r["better"]),
+                baseline=Interval(float(r["baseline_value"]), float(r["baseline_ci_low"]), float(r["baseline_ci_high"])),
+                candidate=Interval(float(r["candidate_value"]), float(r["candidate_ci_low"]), float(r["candidate_ci_high"])),
+                ratio=Interval(float(r["ratio"]), float(r["ci_low"]), float(r["ci_high"])),
+                p_adjusted=float(r["p_adjusted"]), verdict=verdict,
+                notes=tuple(n for n in (r["notes"] or ()) if isinstance(n, Note)),
+                mde=_finite_or_none(r["mde"]),
+                n_units=(int(r["n_baseline_units"]), int(r["n_candidate_units"])),
+                n_samples=(int(r["n_baseline_samples"]), int(r["n_candidate_samples"])),
+                rates=rates.get(i, (None, None)), latency=lat, main=main,
+            ))
+    return out
 
-    def _fingerprint(self, side: Side) -> dict[tuple[str, str], list[str]]:
-        env = side.archive.environment
-        out: dict[tuple[str, str], list[str]] = {}
-        for section, key, value in zip(env["section"].astype(str), env["key"].astype(str), env["value"].astype(str)):
-            values = out.setdefault((section, key), [])
-            if value not in values:
-                values.append(value)
-        return out
 
-    # -- the article ----------------------------------------------------------------------------
+def _distinct_params(params: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    seen, out = set(), []
+    for p in params:
+        key = json.dumps(p, sort_keys=True)
+        if key not in seen:
+            seen.add(key)
+            out.append(p)
+    return out
 
-    def build(self) -> dict[str, Any]:
-        """The whole view the article template renders."""
-        fp_b, fp_c = self._fingerprint(self.baseline), self._fingerprint(self.candidate)
-        self._drift = self._drift_rows()
-        environment = self._environment(fp_b, fp_c)
-        sections = self._sections()
-        conclusion_number = 2 + len(sections)
-        counts = self.cmp.counts
-        summary = {
-            "counts": {
-                "better": counts.get("better", 0),
-                "worse": counts.get("worse", 0),
-                "same": counts.get("no significant difference", 0),
-                "inconclusive": counts.get("inconclusive", 0),
-            },
-            "total": int(sum(counts.values())),
-            "geomean": self._geomean(),
-            "geomean_reading": self._geomean_reading(),
-        }
-        devices = distinct(list(self.candidate.runs["device_name"]) + list(self.baseline.runs["device_name"]))
-        return {
-            "title": self.spec.title or self.t.plain("article.default_title", candidate=self.candidate.display,
-                                                     baseline=self.baseline.display, device=joined(devices) or "?"),
-            "baseline": self.baseline,
-            "candidate": self.candidate,
-            "device": joined(devices) or "?",
-            "summary": summary,
-            "environment": environment,
-            "method": self._method(fp_b, fp_c),
-            "runs": self._runs_table(),
-            "sections": sections,
-            "conclusion": self._conclusion(conclusion_number, environment),
-            "reproduce": [self._reproduce(s, fp) for s, fp in ((self.baseline, fp_b), (self.candidate, fp_c))],
-            "build_command": self.build_command,
-            "raw_files": self._raw_files(),
-        }
 
-    def _geomean(self) -> dict[str, Any] | None:
-        g = self.cmp.geomean
-        if g.n_cases == 0 or not math.isfinite(g.ratio):
-            return None
-        return {"ratio": g.ratio, "ci_low": g.ci_low, "ci_high": g.ci_high, "n_cases": g.n_cases}
-
-    def _geomean_reading(self) -> str:
-        g = self.cmp.geomean
-        if not (math.isfinite(g.ci_low) and math.isfinite(g.ci_high)):
-            return "inconclusive"
-        if g.ci_low > 1.0:
-            return "better"
-        if g.ci_high < 1.0:
-            return "worse"
-        return "same"
-
-    # -- 1. environment and method --------------------------------------------------------------
-
-    def _environment(self, fp_b: Mapping[tuple[str, str], list[str]], fp_c: Mapping[tuple[str, str], list[str]]) -> dict[str, Any]:
-        stacks = TableView([self._col("item"), self._col("baseline_label", label=self.baseline.display),
-                            self._col("candidate_label", label=self.candidate.display), self._col("changed")])
-        stacks.rows.append([self.t("stack.label"), self.baseline.display, self.candidate.display, None])
-        stacks.rows.append([self.t("stack.runs"), str(len(self.baseline.runs)), str(len(self.candidate.runs)), None])
-        for name, section, key in STACK_ROWS:
-            b, c = fp_b.get((section, key), []), fp_c.get((section, key), [])
-            if not b and not c:
+def _rates(df: pd.DataFrame) -> dict[int, tuple[Rate | None, Rate | None]]:
+    """TFLOP/s, GB/s or items/s per side and row, with % of the best rate of the same kind and dtype on that side."""
+    raw: dict[str, dict[int, tuple[str, str, float, str]]] = {"baseline": {}, "candidate": {}}
+    for i, r in df.iterrows():
+        if r["metric"] not in RATE_METRICS or r["unit"] != "s":
+            continue
+        dtype = str(params_of(r["params"]).get("dtype", ""))
+        for side in raw:
+            median = r[f"{side}_median"]
+            if not (_positive(median)):
                 continue
-            stacks.rows.append([self.t(f"stack.{name}"), joined(b), joined(c), "≠" if b != c else None])
-        changes = TableView([self._col("key"), self._col("baseline"), self._col("candidate")])
-        for sk in sorted(set(fp_b) | set(fp_c)):
-            section, key = sk
-            if section in VOLATILE_SECTIONS or sk in VOLATILE_KEYS or key.endswith(VOLATILE_KEY_SUFFIXES):
-                continue
-            b, c = fp_b.get(sk, []), fp_c.get(sk, [])
-            if b != c:
-                changes.rows.append([f"{section}.{key}", _shorten(joined(b)), _shorten(joined(c))])
-        warnings = []
-        for what, keys in CONFOUNDERS:
-            b = [v for sk in keys for v in fp_b.get(sk, [])]
-            c = [v for sk in keys for v in fp_c.get(sk, [])]
-            if b != c:
-                warnings.append({"what": what, "baseline": joined(b) or "—", "candidate": joined(c) or "—"})
-        return {"stacks": stacks, "changes": changes, "warnings": warnings}
+            if _positive(r.get("flops")):
+                raw[side][i] = ("flops", dtype, r["flops"] / median / 1e12, "TFLOP/s")
+            elif _positive(r.get("bytes")):
+                raw[side][i] = ("bytes", "", r["bytes"] / median / 1e9, "GB/s")
+            elif _positive(r.get("items")):
+                unit = r.get("items_unit") if isinstance(r.get("items_unit"), str) and r.get("items_unit") else "items"
+                raw[side][i] = ("items", "", r["items"] / median, f"{unit}/s")
+    out: dict[int, list[Rate | None]] = {}
+    for s_index, side in enumerate(("baseline", "candidate")):
+        peaks: dict[tuple[str, str], float] = {}
+        groups: dict[tuple[str, str], int] = {}
+        for kind, dtype, value, _ in raw[side].values():
+            peaks[(kind, dtype)] = max(peaks.get((kind, dtype), 0.0), value)
+            groups[(kind, dtype)] = groups.get((kind, dtype), 0) + 1
+        for i, (kind, dtype, value, unit) in raw[side].items():
+            fraction = value / peaks[(kind, dtype)] if kind != "items" and groups[(kind, dtype)] > 1 else None
+            out.setdefault(i, [None, None])[s_index] = Rate(value, unit, fraction)
+    return {i: (v[0], v[1]) for i, v in out.items()}
 
-    def _method(self, fp_b: Mapping[tuple[str, str], list[str]], fp_c: Mapping[tuple[str, str], list[str]]) -> dict[str, Any]:
-        def units(side: Side) -> int:
-            c = side.archive.cases
-            ok = c[c["status"] == "ok"]
-            return int(len(ok[["run_id", "process"]].astype(str).drop_duplicates()))
 
-        cases = pd.concat([self.baseline.archive.cases, self.candidate.archive.cases])
-        timers = []
-        if len(cases):
-            ok = cases[cases["status"] == "ok"]
-            per = ok.groupby(ok["timing"].astype(str))["case_id"].nunique()
-            timers = [{"method": m, "cases": int(n)} for m, n in per.items() if n]
-        suites = distinct(fp_b.get(("run", "suite"), []) + fp_c.get(("run", "suite"), []))
-        policy = TableView([self._col("suite"), self._col("warmup"), self._col("samples_range", right=True),
-                            self._col("block", right=True), self._col("target_ci", "percent", True),
-                            self._col("budget", right=True)])
-        # The policy each run recorded (run.policy); runs from before it was recorded
-        # fall back to their suite's current policy.
-        recorded = distinct(fp_b.get(("run", "policy"), []) + fp_c.get(("run", "policy"), []))
-        policies: list[tuple[str, Any]] = []
-        for text in recorded:
-            try:
-                policies.append((joined(suites) or "?", TimingPolicy(**json.loads(text))))
-            except (ValueError, TypeError):
-                continue
-        if not policies:
-            policies = [(name, SUITES[name].policy) for name in suites if name in SUITES]
-        for name, p in policies:
-            policy.rows.append([name, f"≥ {p.warmup_s:g} s, ≥ {p.min_warmup}×", f"{p.min_samples}–{p.max_samples}",
-                                f"≥ {p.min_block_s * 1e3:g} ms", p.target_rel_ci, f"{p.budget_s:g} s"])
-        return {
-            "baseline_units": units(self.baseline),
-            "candidate_units": units(self.candidate),
-            "suites": joined(suites) or "?",
-            "timers": timers,
-            "policy": policy,
-            "noise": self.cmp.noise,
-            "single_band": self.cmp.single_band,
-            "correction": self.cmp.correction,
-        }
+def _latency_samples(a: Archive) -> dict[str, np.ndarray]:
+    s = a.ok_samples()
+    s = s[s["metric"] == "latency"]
+    return {str(k): g.to_numpy(np.float64) for k, g in s.groupby("case_id", observed=True)["value"]}
 
-    def _runs_table(self) -> TableView:
-        table = TableView([self._col("side"), self._col("run", "link"), self._col("started"), self._col("status"),
-                           self._col("host"), self._col("cases_ok", right=True), self._col("cases_failed", right=True)])
-        for side in (self.baseline, self.candidate):
-            for r in side.runs.itertuples():
-                table.rows.append([
-                    self.t(f"side.{side.role}"), self._run_link(str(r.label), str(r.run_id)),
-                    _date(r.started_at), str(r.status) if r.status else None, r.hostname, str(r.cases_ok), str(r.cases_failed),
-                ])
-        return table
 
-    def _run_link(self, label: str, run_id: str) -> Link:
-        target = self.run_pages.get((label, run_id), f"runs/{slug(label)}/{run_slug(run_id)}/index.md")
-        return Link(run_id, relpath(self.page, target))
+def _percentiles(values: np.ndarray | None) -> Percentiles | None:
+    if values is None or values.size == 0:
+        return None
+    q = compute_percentiles(values)
+    return Percentiles(q[0], q[1], q[2], int(values.size))
 
-    # -- 2.–7. results -------------------------------------------------------------------------------
 
-    def _sections(self) -> list[Section]:
-        sections = []
-        visible = [r for r in self.rows if r.metric not in HIDDEN_METRICS]
-        drift = self._drift
-        for number, (key, families) in enumerate(SECTIONS, start=2):
-            if key == OTHER_FAMILY and not any(r.family == OTHER_FAMILY for r in visible):
-                continue
-            if key == "numerics":
-                blocks = self._drift_blocks(drift)
-                sections.append(Section(key, number, blocks, []))
-                continue
-            sub = [r for r in visible if r.family in families]
-            blocks = []
-            order = {f: i for i, f in enumerate(families)}
-            for workload in sorted({r.workload for r in sub}, key=lambda w: (order[family_of(w, self.workloads)], w)):
-                blocks.append(self._block(workload, [r for r in sub if r.workload == workload]))
-            charts = [self._ratio_chart(key, sub)] if len(sub) >= 2 else []
-            sections.append(Section(key, number, blocks, charts))
-        return sections
+# ---- sections and blocks ----------------------------------------------------------------------------
 
-    def _case_name(self, row: Any, with_workload: bool = False) -> str:
-        p = params_label(row.params)
-        name = f"{self._title(row.workload)}: {p}" if with_workload and p else (p or row.case_id)
-        if with_workload and not p:
-            name = self._title(row.workload)
-        if row.metric != "time":
-            name = f"{name} · {self._metric_name(row.metric)}"
-        return name
 
-    def _ratio_chart(self, key: str, sub: list[SimpleNamespace]) -> ChartView:
-        points = []
-        for r in sub:
-            # The workload's short name: chart labels must stay short, and distinct once shortened.
-            name = f"{r.workload}: {params_label(r.params)}" if params_label(r.params) else str(r.workload)
-            if r.metric != "time":
-                name = f"{name} · {self._metric_name(r.metric)}"
-            points.append({"case": name, "ratio": r.ratio,
-                           "ci_low": r.ci_low, "ci_high": r.ci_high, "verdict": r.verdict})
-        verdict_names = {v: self.t.plain(f"verdict.{k}") for v, k in (
-            ("better", "better"), ("worse", "worse"), ("no significant difference", "same"), ("inconclusive", "inconclusive"))}
-        spec = chart_ratios(points, x_title=self.t.plain("chart.ratio_axis"), verdict_names=verdict_names)
-        # Its data (ratio, CI, verdict per case) are the section's tables right below it.
-        return self._chart(self.t.plain("chart.ratio_title", section=self.t.plain(f"section.{key}.title")), spec, None)
+def _sections(rows: list[CaseRow], df: pd.DataFrame, units: Mapping[str, pd.DataFrame], sides: Mapping[str, Archive],
+              spec: ComparisonSpec, t: Catalogue, cache: dict[Any, Any], lang: str) -> tuple[Section, ...]:
+    out: list[Section] = []
+    numerics = _numerics(sides, spec, t, cache)
+    for key, families in SECTIONS:
+        number = 2 + len(out)
+        if key == "numerics":
+            if numerics:
+                out.append(Section(key, number, numerics=tuple(numerics)))
+            continue
+        sub = [r for r in rows if r.family in families]
+        if not sub:
+            continue
+        order = {f: i for i, f in enumerate(families)}
+        workloads = sorted({r.workload for r in sub}, key=lambda w: (order[next(r.family for r in sub if r.workload == w)], w))
+        blocks = tuple(_block(w, [r for r in sub if r.workload == w], df, units, t) for w in workloads)
+        main = [r for r in sub if r.main]
+        chart = _ratio_chart(key, main, t) if len(main) >= 2 else None
+        out.append(Section(key, number, blocks=blocks, chart=chart))
+    return tuple(out)
 
-    def _rates(self, rows: list[SimpleNamespace]) -> dict[str, dict[int, dict[str, Any]]]:
-        """Per side and row: TFLOP/s, GB/s or items/s from the work per iteration, with % of the side's peak."""
-        out: dict[str, dict[int, dict[str, Any]]] = {"baseline": {}, "candidate": {}}
-        for side in out:
-            raw: dict[int, tuple[str, str, float]] = {}
-            units: dict[int, str] = {}
-            for r in rows:
-                if r.metric not in RATE_METRICS or r.unit != "s":
-                    continue
-                median = getattr(r, f"{side}_median")
-                if not (median and math.isfinite(median) and median > 0):
-                    continue
-                dtype = str(r.p.get("dtype", ""))
-                units[r.Index] = f"{_text(r.items_unit) or 'items'}/s"
-                if _present(r.flops):
-                    raw[r.Index] = ("flops", dtype, r.flops / median / 1e12)
-                elif _present(r.bytes):
-                    raw[r.Index] = ("bytes", "", r.bytes / median / 1e9)
-                elif _present(r.items):
-                    raw[r.Index] = ("items", "", r.items / median)
-            peaks: dict[tuple[str, str], float] = {}
-            groups: dict[tuple[str, str], int] = {}
-            for kind, dtype, value in raw.values():
-                peaks[(kind, dtype)] = max(peaks.get((kind, dtype), 0.0), value)
-                groups[(kind, dtype)] = groups.get((kind, dtype), 0) + 1
-            for idx, (kind, dtype, value) in raw.items():
-                unit = {"flops": "TFLOP/s", "bytes": "GB/s"}.get(kind) or units[idx]
-                fraction = value / peaks[(kind, dtype)] if kind != "items" and groups[(kind, dtype)] > 1 else None
-                out[side][idx] = {"value": value, "unit": unit, "peak_fraction": fraction}
-        return out
 
-    def _block(self, workload: str, rows: list[SimpleNamespace]) -> Block:
-        family = family_of(workload, self.workloads)
-        if family not in self._rates_by_family:
-            self._rates_by_family[family] = self._rates([r for r in self.rows if r.family == family])
-        rates = self._rates_by_family[family]
-        metrics = distinct(r.metric for r in rows)
-        indices = {r.Index for r in rows}
-        has_rate = any(i in rates["baseline"] or i in rates["candidate"] for i in indices)
-        columns = [self._col("case")]
-        if len(metrics) > 1:
-            columns.append(self._col("metric"))
-        columns += [self._col("baseline_label", "value", True, label=self.baseline.display),
-                    self._col("candidate_label", "value", True, label=self.candidate.display)]
-        if has_rate:
-            columns += [self._col("rate_baseline", "rate", True), self._col("rate_candidate", "rate", True)]
-        columns += [self._col("ratio", "ratio", True), self._col("ci", "ci", True), self._col("p_adjusted", "pvalue", True),
-                    self._col("verdict", "verdict"), self._col("note")]
-        table = TableView(columns)
-        for r in rows:
-            cells: list[Any] = [params_label(r.p) or r.case_id]
-            if len(metrics) > 1:
-                cells.append(self._metric_name(r.metric))
-            cells += [(r.baseline_median, r.unit), (r.candidate_median, r.unit)]
-            if has_rate:
-                cells += [rates["baseline"].get(r.Index), rates["candidate"].get(r.Index)]
-            cells += [r.ratio, (r.ci_low, r.ci_high), r.p_adjusted, r.verdict, self.t.note(r.note) or None]
-            table.rows.append(cells)
-        tables = [table]
-        notes: list[dict[str, Any]] = []
-        if has_rate and any(v and v["peak_fraction"] is not None for s in rates.values() for i, v in s.items() if i in indices):
-            notes.append({"key": "peak", "params": {}})
-        kind = "results"
-        if "latency" in metrics:
-            tables.append(self._latency_table(workload, rows))
-            kind = "latency"
-        charts = self._scaling_charts(workload, rows, rates)
-        return Block(workload, self._title(workload), kind, tables, charts, notes)
+def _block(workload: str, rows: list[CaseRow], df: pd.DataFrame, units: Mapping[str, pd.DataFrame], t: Catalogue) -> Block:
+    params = _distinct_params([params_of(p) for p in df.loc[df["workload"] == workload, "params"]])
+    title, _ = block_heading(t, workload, params)
+    derived = tuple(d for d in _derived(workload, rows, df, units, t) if d.rows)
+    return Block(
+        workload=workload, title=title, rows=tuple(rows), derived=derived,
+        charts=tuple(c for c in (_scaling_chart(workload, rows, df, t),) if c is not None),
+        has_latency=any(r.latency[0] or r.latency[1] for r in rows),
+        has_peak=any(rate is not None and rate.peak_fraction is not None for r in rows if r.main for rate in r.rates),
+    )
 
-    def _latency_table(self, workload: str, rows: list[SimpleNamespace]) -> TableView:
-        table = TableView([self._col("case"), self._col("side"), self._col("p50", "value", True),
-                           self._col("p95", "value", True), self._col("p99", "value", True), self._col("samples", right=True)])
-        for r in rows:
-            if r.metric != "latency":
-                continue
-            for side in (self.baseline, self.candidate):
-                values = side.latency_samples().get(r.case_id, np.empty(0))
-                q = compute_percentiles(values)
-                table.rows.append([params_label(r.p) or r.case_id, side.display, (q[0], "s"), (q[1], "s"), (q[2], "s"),
-                                   str(len(values))])
-        return table
 
-    def _scaling_charts(self, workload: str, rows: list[SimpleNamespace],
-                        rates: dict[str, dict[int, dict[str, Any]]]) -> list[ChartView]:
-        """Median by the case parameter that varies (matrix size, GPUs, batch), one line per side and variant.
+def _ratio_chart(key: str, rows: list[CaseRow], t: Catalogue) -> ChartData:
+    points = tuple({"case": r.full_label, "ratio": r.ratio.value, "ci_low": r.ratio.low, "ci_high": r.ratio.high,
+                    "verdict": r.verdict.value} for r in rows)
+    return ChartData("ratios", t.plain("chart.ratio_title", section=t.plain(f"section.{key}.title")), points,
+                     x_title=t.plain("chart.ratio_axis"))
 
-        Along a parallelism axis (GPUs, replicas, loader workers, concurrent tasks) the
-        curve shows throughput, from the items per iteration or as measured; along a size
-        axis it shows time.
-        """
-        primary = [r for r in rows if r.metric in RATE_METRICS]
-        measured = not primary
-        if measured:
-            primary = [r for r in rows if r.metric == "throughput"]
-        if not primary:
-            return []
-        params = [r.p for r in primary]
-        axis = None
-        for name in SCALE_PARAMS:
-            values = {p.get(name) for p in params if isinstance(p.get(name), (int, float)) and not isinstance(p.get(name), bool)}
-            if len(values) >= (2 if name in PARALLEL_PARAMS else 3) and all(name in p for p in params):
-                axis = name
-                break
-        if axis is None:
-            return []
-        derived = not measured and axis in PARALLEL_PARAMS and all(_present(r.items) for r in primary)
-        as_rate = measured or derived
-        points = []
-        for r, p in zip(primary, params):
-            variant = ", ".join(f"{k}={v}" for k, v in p.items() if k != axis)
-            metric = "" if r.metric in ("time", "throughput") else f" · {self._metric_name(r.metric)}"
-            for side in (self.baseline, self.candidate):
-                med = getattr(r, f"{side.role}_median")
-                lo, hi = getattr(r, f"{side.role}_ci_low"), getattr(r, f"{side.role}_ci_high")
-                if derived:
-                    med, lo, hi = r.items / med, r.items / hi, r.items / lo
-                series = f"{side.display}" + (f" · {variant}" if variant else "") + metric
-                points.append({"x": p[axis], "y": med, "y_low": lo, "y_high": hi, "series": series})
-        points.sort(key=lambda d: (d["series"], d["x"]))
-        if measured:
-            unit = str(primary[0].unit)
-        elif derived:
-            unit = f"{next((_text(r.items_unit) for r in primary if _text(r.items_unit)), None) or 'items'}/s"
+
+def _scaling_chart(workload: str, rows: list[CaseRow], df: pd.DataFrame, t: Catalogue) -> ChartData | None:
+    """Medians along the parameter that varies (size, GPUs, workers, batch): one line per side and variant.
+
+    Along a parallelism axis the curve shows throughput (measured, or items per step over
+    the step time); along a size axis, time.
+    """
+    primary = [r for r in rows if r.metric in RATE_METRICS]
+    measured = not primary
+    if measured:
+        primary = [r for r in rows if r.metric == "throughput"]
+    if len(primary) < 2:
+        return None
+    params = {r.case_id: params_of(df.loc[df["case_id"] == r.case_id, "params"].iloc[0]) for r in primary}
+    axis = None
+    for name in SCALE_PARAMS:
+        values = {p.get(name) for p in params.values() if isinstance(p.get(name), (int, float)) and not isinstance(p.get(name), bool)}
+        if len(values) >= (2 if name in PARALLEL_PARAMS else 3) and all(name in p for p in params.values()):
+            axis = name
+            break
+    if axis is None:
+        return None
+    items = {r.case_id: df.loc[df["case_id"] == r.case_id, "items"].iloc[0] for r in primary}
+    items_unit = next((u for u in df.loc[df["workload"] == workload, "items_unit"] if isinstance(u, str) and u), "items")
+    derived = not measured and axis in PARALLEL_PARAMS and all(_positive(items[r.case_id]) for r in primary)
+    as_rate = measured or derived
+    points = []
+    for r in primary:
+        p = params[r.case_id]
+        variant = case_label(t, workload, {k: v for k, v in p.items() if k != axis}) or ""
+        for role, value in (("baseline", r.baseline), ("candidate", r.candidate)):
+            med, lo, hi = value.value, value.low, value.high
+            if derived:
+                med, lo, hi = items[r.case_id] / med, items[r.case_id] / hi, items[r.case_id] / lo
+            series = t.plain(f"side.{role}") + (f" · {variant}" if variant else "")
+            points.append({"x": p[axis], "y": med, "y_low": lo, "y_high": hi, "series": series})
+    points.sort(key=lambda d: (d["series"], d["x"]))
+    unit = primary[0].unit if measured else (f"{items_unit}/s" if derived else "s")
+    axis_name = t.plain(f"axis.{axis}") if t.has(f"axis.{axis}") else axis
+    y_title = t.plain("chart.throughput_axis", unit=unit) if as_rate else t.plain("chart.time_axis")
+    title_key = "chart.scaling_items_title" if as_rate else "chart.scaling_time_title"
+    name = t.plain(f"workload_name.{workload}") if t.has(f"workload_name.{workload}") else workload
+    return ChartData("lines", t.plain(title_key, workload=name, axis=axis_name), tuple(points), x_title=axis_name,
+                     y_title=y_title, log_x=axis not in PARALLEL_PARAMS, log_y=not as_rate, unit=unit)
+
+
+# ---- derived figures ------------------------------------------------------------------------------
+
+
+def _unit_moments(a: Archive) -> dict[tuple[str, str], tuple[np.ndarray, np.ndarray]]:
+    """Per (case_id, metric) of one side: every worker process's median and the run it belongs to."""
+    s = a.ok_samples()
+    s = s[(s["better"] != BETTER_NONE) & (s["value"] > 0)]
+    if s.empty:
+        return {}
+    med = s.groupby(["case_id", "metric", "run_id", "process"], observed=True)["value"].median().reset_index()
+    out = {}
+    for (case_id, metric), sub in med.groupby(["case_id", "metric"], observed=True):
+        out[(str(case_id), str(metric))] = (sub["value"].to_numpy(np.float64), sub["run_id"].astype(str).to_numpy())
+    return out
+
+
+def _side_ratio(units: Mapping[tuple[str, str], tuple[np.ndarray, np.ndarray]], reference: str, other: str,
+                metric: str, higher: bool) -> Interval | None:
+    """How much better ``other`` is than ``reference`` on one side (> 1: better), with its 95% CI.
+
+    The per-process medians of the two cases are the replicates, grouped by run
+    (``reporter.stats.compute_comparison``: run, then process, as in every comparison).
+    """
+    a, b = units.get((reference, metric)), units.get((other, metric))
+    if a is None or b is None:
+        return None
+    r = compute_comparison(a[0], b[0], "higher" if higher else "lower", baseline_runs=a[1], candidate_runs=b[1])
+    return Interval(r.ratio, r.ci_low, r.ci_high) if math.isfinite(r.ratio) else None
+
+
+def _pairs(df: pd.DataFrame, workload: str, key: str, reference: Any) -> list[tuple[dict[str, Any], str, str, Any]]:
+    """(the other parameters, reference case, other case, other value) for cases differing only in ``key``."""
+    cases = df[df["workload"] == workload].drop_duplicates("case_id")
+    by_rest: dict[str, dict[Any, str]] = {}
+    rest_params: dict[str, dict[str, Any]] = {}
+    for case_id, params in zip(cases["case_id"], cases["params"]):
+        p = params_of(params)
+        if key not in p:
+            continue
+        rest = {k: v for k, v in p.items() if k != key}
+        k = json.dumps(rest, sort_keys=True)
+        by_rest.setdefault(k, {})[p[key]] = str(case_id)
+        rest_params[k] = rest
+    out = []
+    for k, variants in by_rest.items():
+        if reference not in variants:
+            continue
+        for value, case_id in variants.items():
+            if value != reference:
+                out.append((rest_params[k], variants[reference], case_id, value))
+    return out
+
+
+def _derived(workload: str, rows: list[CaseRow], df: pd.DataFrame, units: Mapping[str, pd.DataFrame],
+             t: Catalogue) -> list[DerivedTable]:
+    """The figures the source write-ups lead with, per side, where this workload's cases allow them."""
+
+    def per_side(reference: str, other: str, metric: str, higher: bool = False,
+                 scale: float = 1.0) -> tuple[Interval | None, Interval | None]:
+        out = []
+        for role in ("baseline", "candidate"):
+            v = _side_ratio(units[role], reference, other, metric, higher)
+            out.append(Interval(v.value * scale, v.low * scale, v.high * scale) if v else None)
+        return out[0], out[1]
+
+    def label(p: Mapping[str, Any]) -> str:
+        return case_label(t, workload, p, with_workload=False) or t.plain(f"workload_name.{workload}")
+
+    tables: list[DerivedTable] = []
+    if workload == "compile":
+        speed, ctime = [], []
+        for rest, eager, compiled, _ in _pairs(df, workload, "mode", "eager"):
+            b, c = per_side(eager, compiled, "time")
+            if b or c:
+                speed.append(DerivedRow(label(rest), b, c, "x"))
+            tb, tc = _summary(rows, "compile_time").get(compiled, (None, None))
+            if tb or tc:
+                ctime.append(DerivedRow(label(rest), tb, tc, "s"))
+        tables += [DerivedTable("compile_speedup", tuple(speed)), DerivedTable("compile_time", tuple(ctime))]
+    elif workload == "amp":
+        speed, saved = [], []
+        for rest, fp32, amp, precision in _pairs(df, workload, "precision", "fp32"):
+            what = f"{label(rest)}, {t.plain('label.amp', dtype=precision)}"
+            b, c = per_side(fp32, amp, "time")
+            if b or c:
+                speed.append(DerivedRow(what, b, c, "x"))
+            mb, mc = per_side(fp32, amp, "peak_allocated")
+            if mb or mc:
+                saved.append(DerivedRow(what, _saved(mb), _saved(mc), "fraction"))
+        tables += [DerivedTable("amp_speedup", tuple(speed)), DerivedTable("amp_memory_saved", tuple(saved))]
+    elif workload == "dataloader":
+        tables.append(_loader_table(rows, df, t))
+    elif workload == "multigpu":
+        eff = []
+        for rest, one, many, n in _pairs(df, workload, "replicas", 1):
+            items = df.drop_duplicates("case_id").set_index("case_id")["items"]
+            if isinstance(n, int) and n > 1 and _positive(items.get(one)) and _positive(items.get(many)):
+                # Throughput per GPU against one GPU: (items_n / t_n) / (n · items_1 / t_1).
+                b, c = per_side(one, many, "time", scale=items[many] / (n * items[one]))
+                eff.append(DerivedRow(label({**rest, "replicas": n}), b, c, "fraction"))
+        tables.append(DerivedTable("scaling_efficiency", tuple(eff)))
+    elif workload == "cpu_vs_gpu":
+        speed = []
+        for rest, cpu, gpu, _ in _pairs(df, workload, "on", "cpu"):
+            b, c = per_side(cpu, gpu, "time")
+            if b or c:
+                speed.append(DerivedRow(label(rest), b, c, "x"))
+        tables.append(DerivedTable("gpu_speedup", tuple(speed)))
+    elif workload == "inference":
+        tables.append(_throughput_table(rows, df, t, "inference_throughput"))
+    return tables
+
+
+def _saved(ratio: Interval | None) -> Interval | None:
+    """Memory saved (a fraction) from the ratio fp32 / AMP memory (> 1: AMP uses less)."""
+    if ratio is None:
+        return None
+    return Interval(1 - 1 / ratio.value, 1 - 1 / ratio.low, 1 - 1 / ratio.high)
+
+
+def _summary(rows: list[CaseRow], metric: str) -> dict[str, tuple[Interval | None, Interval | None]]:
+    return {r.case_id: (r.baseline, r.candidate) for r in rows if r.metric == metric}
+
+
+def _throughput_table(rows: list[CaseRow], df: pd.DataFrame, t: Catalogue, kind: str) -> DerivedTable:
+    """Items per second per case and side, from the items per request over the median time (CI alike)."""
+    out = []
+    for r in rows:
+        if r.metric not in RATE_METRICS:
+            continue
+        info = df[df["case_id"] == r.case_id].iloc[0]
+        items = info.get("items")
+        if not _positive(items):
+            continue
+        unit = f"{info['items_unit']}/s" if isinstance(info.get("items_unit"), str) and info["items_unit"] else "items/s"
+        b, c = (Interval(items / v.value, items / v.high, items / v.low) if _positive(v.value) else None
+                for v in (r.baseline, r.candidate))
+        out.append(DerivedRow(r.label, b, c, unit))
+    return DerivedTable(kind, tuple(out))
+
+
+def _loader_table(rows: list[CaseRow], df: pd.DataFrame, t: Catalogue) -> DerivedTable:
+    """Throughput per worker count, one curve per configuration, with the knee of each side's curve."""
+    curves: dict[str, list[tuple[int, CaseRow]]] = {}
+    rests: dict[str, dict[str, Any]] = {}
+    for r in rows:
+        if r.metric != "throughput":
+            continue
+        p = params_of(df.loc[df["case_id"] == r.case_id, "params"].iloc[0])
+        if "num_workers" not in p:
+            continue
+        rest = {k: v for k, v in p.items() if k != "num_workers"}
+        key = json.dumps(rest, sort_keys=True)
+        curves.setdefault(key, []).append((int(p["num_workers"]), r))
+        rests[key] = rest
+    out = []
+    for key, points in curves.items():
+        points.sort(key=lambda x: x[0])
+        knees = []
+        for role in (0, 1):
+            values = [(n, (r.baseline, r.candidate)[role].value) for n, r in points]
+            best = max(v for _, v in values)
+            knees.append(next(n for n, v in values if v >= KNEE_SHARE * best) if best > 0 else None)
+        for n, r in points:
+            detail = None
+            if n in knees:
+                who = [t.plain(f"side.{role}") for role, k in zip(("baseline", "candidate"), knees) if k == n]
+                detail = t.plain("derived.knee_here", sides=" & ".join(who))
+            out.append(DerivedRow(case_label(t, "dataloader", {**rests[key], "num_workers": n}), r.baseline,
+                                  r.candidate, r.unit, detail))
+    return DerivedTable("loader_throughput", tuple(out))
+
+
+# ---- the headline -------------------------------------------------------------------------------
+
+
+def _headline(rows: list[CaseRow], geomeans: Mapping[str, Geomean], c: Comparison, cross_device: bool,
+              confounded: bool) -> Headline:
+    """Per family in article order: its largest significant changes (never averaged away), counts and MDE."""
+    families = []
+    for family in (*FAMILIES, OTHER_FAMILY):
+        sub = [r for r in rows if r.family == family and r.main]
+        if not sub:
+            continue
+        calls = sorted((r for r in sub if r.verdict.is_call), key=lambda r: -abs(math.log(r.ratio.value)))
+        g = geomeans.get(family)
+        mdes = [r.mde for r in sub if r.mde is not None]
+        families.append(FamilyHeadline(
+            family=family, changes=tuple(calls[:HEADLINE_CHANGES]), n_significant=len(calls),
+            n_same=sum(r.verdict is Verdict.SAME for r in sub),
+            n_inconclusive=sum(r.verdict in (Verdict.NO_RATIO, Verdict.TOO_FEW) for r in sub), n_total=len(sub),
+            geomean=Interval(g.ratio, g.ci_low, g.ci_high) if g and math.isfinite(g.ratio) and g.n_cases >= 2 else None,
+            mde=float(np.median(mdes)) if mdes else None,
+        ))
+    g = c.geomean
+    counts = {v.value: sum(r.verdict is v for r in rows) for v in Verdict}
+    return Headline(
+        families=tuple(families),
+        geomean=Interval(g.ratio, g.ci_low, g.ci_high) if g.n_cases >= 2 and math.isfinite(g.ratio) else None,
+        n_geomean=g.n_cases, counts=counts, total=len(rows), cross_device=cross_device, confounded=confounded,
+    )
+
+
+# ---- numerics -------------------------------------------------------------------------------------
+
+
+def _numerics(sides: Mapping[str, Archive], spec: ComparisonSpec, t: Catalogue, cache: dict[Any, Any]) -> list[NumericBlock]:
+    """Informational metrics (better = none) both sides recorded: each side's median, identical or how far apart."""
+    frames = {}
+    for role, a in sides.items():
+        key = ("informational", a.selector, spec.run_ids)
+        if key not in cache:  # a label is on one side of several articles: summarise it once
+            from dataclasses import replace
+
+            informational = replace(a, samples=a.samples[a.samples["better"] == BETTER_NONE].reset_index(drop=True))
+            cache[key] = compute_summaries(informational)
+        s = cache[key]
+        frames[role] = s[s["better"] == BETTER_NONE][["case_id", "workload", "params", "metric", "median"]]
+    merged = frames["baseline"].merge(frames["candidate"][["case_id", "metric", "median"]], on=["case_id", "metric"],
+                                      suffixes=("_b", "_c"))
+    blocks = []
+    for workload, sub in merged.sort_values(["workload", "case_id", "metric"]).groupby("workload", sort=True):
+        params = [params_of(p) for p in sub["params"]]
+        title, named = block_heading(t, str(workload), _distinct_params(params))
+        labels = distinct_labels(t, str(workload), params, lambda p: case_label(t, str(workload), p, omit=named))
+        out = []
+        for (_, r), label in zip(sub.iterrows(), labels):
+            b, c = float(r["median_b"]), float(r["median_c"])
+            rel = (c - b) / abs(b) if b != 0 and math.isfinite(b) and math.isfinite(c) else (0.0 if b == c else None)
+            out.append(NumericRow(label, str(r["metric"]), b, c, rel))
+        blocks.append(NumericBlock(str(workload), title, tuple(out)))
+    return blocks
+
+
+# ---- environment, method, runs --------------------------------------------------------------------
+
+
+def _fingerprint(a: Archive) -> dict[tuple[str, str], list[str]]:
+    env = a.environment
+    out: dict[tuple[str, str], list[str]] = {}
+    for section, key, value in zip(env["section"].astype(str), env["key"].astype(str), env["value"].astype(str)):
+        values = out.setdefault((section, key), [])
+        if value not in values:
+            values.append(value)
+    return out
+
+
+def _shown(values: Sequence[str], fmt: ValueFormat) -> str | None:
+    values = [v for v in values if v]
+    if fmt is ValueFormat.CUDNN_VERSION:
+        values = [format_cudnn_version(v) for v in values]
+    elif fmt is ValueFormat.BYTES:
+        values = [f"{int(v) / 2**30:.1f} GiB" if v.isdigit() else v for v in values]
+    return ", ".join(values) or None
+
+
+def _stacks(sides: Mapping[str, Archive], fps: Mapping[str, Mapping[tuple[str, str], list[str]]],
+            t: Catalogue) -> tuple[StackRow, ...]:
+    rows = [StackRow("label", sides["baseline"].selector, sides["candidate"].selector),
+            StackRow("runs", str(len(sides["baseline"].runs)), str(len(sides["candidate"].runs)))]
+    for k in FINGERPRINT_KEYS:
+        if k.name in ("cpu_cores", "memory"):
+            continue  # part of the host's label
+        if k.name == "host":
+            b, c = host_label(fps["baseline"], t), host_label(fps["candidate"], t)
         else:
-            unit = "s"
-        y_title = self.t.plain("chart.throughput_axis", unit=unit) if as_rate else self.t.plain("chart.time_axis")
-        spec = chart_lines(points, x_title=axis, y_title=y_title, log_x=axis not in PARALLEL_PARAMS, log_y=not as_rate)
-        table = TableView([Column(axis, "text"), self._col("series"), self._col("median", "value", True),
-                           self._col("ci", "value_ci", True)])
-        for d in points:
-            table.rows.append([str(d["x"]), d["series"], (d["y"], unit), (d["y_low"], d["y_high"], unit)])
-        title_key = "chart.scaling_items_title" if as_rate else "chart.scaling_time_title"
-        return [self._chart(self.t.plain(title_key, workload=self._title(workload), axis=axis), spec, table)]
-
-    # -- numerical drift ---------------------------------------------------------------------------
-
-    def _drift_rows(self) -> pd.DataFrame:
-        """Informational metrics (better = none) both sides recorded: the medians of each side."""
-        frames = []
-        for side in (self.baseline, self.candidate):
-            key = ("informational", side.selector, self.spec.run_ids)
-            if key not in self.cache:  # a label is on one side of two articles: summarise it once
-                samples = side.archive.samples
-                informational = replace(side.archive, samples=samples[samples["better"] == "none"].reset_index(drop=True))
-                self.cache[key] = compute_summaries(informational)
-            s = self.cache[key]
-            s = s[s["better"] == "none"][["case_id", "workload", "params", "metric", "unit", "median", "n_samples"]]
-            frames.append(s.rename(columns={"median": f"{side.role}_value", "n_samples": f"{side.role}_n"}))
-        merged = frames[0].merge(frames[1][["case_id", "metric", "candidate_value", "candidate_n"]], on=["case_id", "metric"])
-        return merged.sort_values(["workload", "case_id", "metric"]).reset_index(drop=True)
-
-    def _drift_blocks(self, drift: pd.DataFrame) -> list[Block]:
-        blocks = []
-        for workload in drift["workload"].unique():
-            sub = drift[drift["workload"] == workload]
-            table = TableView([self._col("case"), self._col("metric"),
-                               self._col("baseline_label", "exact", True, label=self.baseline.display),
-                               self._col("candidate_label", "exact", True, label=self.candidate.display),
-                               self._col("rel_diff", "signed_percent", True)])
-            for r in sub.itertuples():
-                b, c = r.baseline_value, r.candidate_value
-                rel = (c - b) / abs(b) if b not in (0, None) and math.isfinite(b) and math.isfinite(c) else (0.0 if b == c else None)
-                table.rows.append([params_label(r.params) or r.case_id, self._metric_name(r.metric), b, c, rel])
-            blocks.append(Block(str(workload), self._title(str(workload)), "drift", [table]))
-        return blocks
-
-    # -- conclusion -------------------------------------------------------------------------------
-
-    def _conclusion(self, number: int, environment: Mapping[str, Any]) -> dict[str, Any]:
-        rows = [r for r in self.rows if r.metric not in HIDDEN_METRICS]
-        best = sorted((r for r in rows if r.verdict == "better"), key=lambda r: -r.ratio)[:TOP_N]
-        worst = sorted((r for r in rows if r.verdict == "worse"), key=lambda r: r.ratio)[:TOP_N]
-
-        def top(sub: list[SimpleNamespace]) -> TableView:
-            table = TableView([self._col("case"), self._col("ratio", "ratio", True), self._col("ci", "ci", True),
-                               self._col("change", "signed_percent", True)])
-            for r in sub:
-                table.rows.append([self._case_name(r, with_workload=True), r.ratio, (r.ci_low, r.ci_high), r.ratio - 1.0])
-            return table
-
-        counts = self.cmp.counts
-        better, worse = counts.get("better", 0), counts.get("worse", 0)
-        same, inconclusive = counts.get("no significant difference", 0), counts.get("inconclusive", 0)
-        advice: list[dict[str, Any]] = []
-        if environment["warnings"]:
-            advice.append({"key": "confounded", "params": {"what": ", ".join(self.t.plain(f"article.env.warn.{w['what']}")
-                                                                         for w in environment["warnings"])}})
-        if worse:
-            advice.append({"key": "regressions", "params": {"n": worse}})
-        if better and not worse:
-            advice.append({"key": "faster", "params": {"n": better}})
-        if not better and not worse and same and not inconclusive:
-            advice.append({"key": "no_difference", "params": {}})
-        if not better and not worse and inconclusive:
-            advice.append({"key": "nothing_settled", "params": {"n": inconclusive, "total": same + inconclusive}})
-        if better and worse:
-            advice.append({"key": "mixed", "params": {}})
-        if inconclusive:
-            advice.append({"key": "inconclusive", "params": {"n": inconclusive}})
-        units = min(self._method_units())
-        if units < 3:
-            advice.append({"key": "few_processes", "params": {"n": units}})
-        drift = self._drift
-        if len(drift) and not np.allclose(drift["baseline_value"], drift["candidate_value"], rtol=0, atol=0):
-            advice.append({"key": "drift", "params": {}})
-        unmatched = [{"case": f"{case} · {self._metric_name(metric)}" if metric != "time" else case, "side": side}
-                     for case, metric, side in self.cmp.unmatched if metric not in HIDDEN_METRICS]
-        return {"number": number, "best": top(best), "worst": top(worst), "advice": advice, "unmatched": unmatched}
-
-    def _method_units(self) -> tuple[int, int]:
-        if not self.rows:
-            return (0, 0)
-        return min(int(r.n_baseline_units) for r in self.rows), min(int(r.n_candidate_units) for r in self.rows)
-
-    # -- reproduce and raw files --------------------------------------------------------------------
-
-    def _reproduce(self, side: Side, fp: Mapping[tuple[str, str], list[str]]) -> dict[str, Any]:
-        images = fp.get(("container", "image"), [])
-        image = images[0] if images else None
-        suite = (fp.get(("run", "suite")) or [None])[0]
-        processes = (fp.get(("run", "processes")) or [None])[0]
-        device = (fp.get(("run", "device")) or [""])[0]
-        args = ["python", "-m", "collector", "run", "--out", "runs", "--label", side.label]
-        if suite:
-            args += ["--suite", suite]
-        if processes:
-            args += ["--processes", processes]
-        if image:
-            args += ["--image", image]
-            docker = ["docker", "run", "--rm"] + (["--gpus", "all"] if device != "cpu" else []) + [
-                "-v", "$PWD:/imagebench", "-w", "/imagebench", image]
-            command = " ".join(shlex.quote(a) if a != "$PWD:/imagebench" else '"$PWD":/imagebench' for a in docker)
-            command += " \\\n  " + " ".join(shlex.quote(a) for a in args)
-        else:
-            command = " ".join(shlex.quote(a) for a in args)
-        argv = (fp.get(("command", "argv")) or [None])[0]
-        return {"role": side.role, "label": side.selector, "image": image, "commands": command, "argv": argv}
-
-    def _raw_files(self) -> TableView:
-        table = TableView([self._col("side"), self._col("run", "link"), self._col("file_environment", "link"),
-                           self._col("file_cases", "link"), self._col("file_samples", "link")])
-        for side in (self.baseline, self.candidate):
-            for r in side.runs.itertuples():
-                label, run_id = str(r.label), str(r.run_id)
-                page = self.run_pages.get((label, run_id), f"runs/{slug(label)}/{run_slug(run_id)}/index.md")
-                folder = page.rsplit("/", 1)[0]
-                files = [Link(name, relpath(self.page, f"{folder}/{name}"))
-                         for name in ("environment.parquet", "cases.parquet", "samples.parquet")]
-                table.rows.append([self.t(f"side.{side.role}"), self._run_link(label, run_id), *files])
-        return table
+            b = _shown(fps["baseline"].get((k.section, k.key), []), k.format)
+            c = _shown(fps["candidate"].get((k.section, k.key), []), k.format)
+        if b or c:
+            rows.append(StackRow(k.name, b, c))
+    return tuple(rows)
 
 
-def _text(value: Any) -> str | None:
-    return value if isinstance(value, str) and value else None
+def _changes(fp_b: Mapping[tuple[str, str], list[str]], fp_c: Mapping[tuple[str, str], list[str]]
+             ) -> tuple[tuple[str, str | None, str | None], ...]:
+    out = []
+    for sk in sorted(set(fp_b) | set(fp_c)):
+        if is_volatile(*sk):
+            continue
+        b, c = fp_b.get(sk, []), fp_c.get(sk, [])
+        if b != c:
+            out.append((f"{sk[0]}.{sk[1]}", _shorten(", ".join(b) or None), _shorten(", ".join(c) or None)))
+    return tuple(out)
 
 
-def _present(value: Any) -> bool:
-    return value is not None and isinstance(value, (int, float)) and math.isfinite(value) and value > 0
+def _confounders(fp_b: Mapping[tuple[str, str], list[str]], fp_c: Mapping[tuple[str, str], list[str]]) -> tuple[Confounder, ...]:
+    out = []
+    for k in FINGERPRINT_KEYS:
+        if not k.confounder:
+            continue
+        b, c = fp_b.get((k.section, k.key), []), fp_c.get((k.section, k.key), [])
+        if b != c:
+            out.append(Confounder(k.name, ", ".join(b) or "—", ", ".join(c) or "—"))
+    return tuple(out)
+
+
+def _method(sides: Mapping[str, Archive], fps: Mapping[str, Mapping[tuple[str, str], list[str]]], c: Comparison) -> Method:
+    from collector.suites import SUITES
+    from collector.timing import TimingPolicy
+
+    def units(a: Archive) -> int:
+        ok = a.cases[a.cases["status"] == "ok"]
+        return int(len(ok[["run_id", "process"]].astype(str).drop_duplicates()))
+
+    cases = pd.concat([a.cases for a in sides.values()])
+    timers: list[tuple[str, int]] = []
+    if len(cases):
+        ok = cases[cases["status"] == "ok"]
+        per = ok.groupby(ok["timing"].astype(str))["case_id"].nunique()
+        timers = [(str(m), int(n)) for m, n in per.items() if n]
+    suites = _distinct(fps["baseline"].get(("run", "suite"), []) + fps["candidate"].get(("run", "suite"), []))
+    # The policy each run recorded (run.policy); older runs fall back to their suite's current one.
+    policies = []
+    for text in _distinct(fps["baseline"].get(("run", "policy"), []) + fps["candidate"].get(("run", "policy"), [])):
+        try:
+            policies.append((", ".join(suites) or "?", TimingPolicy(**json.loads(text))))
+        except (ValueError, TypeError):
+            continue
+    if not policies:
+        policies = [(name, SUITES[name].policy) for name in suites if name in SUITES]
+    return Method(
+        baseline_units=units(sides["baseline"]), candidate_units=units(sides["candidate"]),
+        suites=", ".join(suites) or "?", timers=tuple(timers),
+        policy=tuple(PolicyRow(name, p.warmup_s, p.min_warmup, p.min_samples, p.max_samples, p.min_block_s,
+                               p.target_rel_ci, p.budget_s) for name, p in policies),
+        noise=c.noise, single_band=c.single_band, correction=c.correction,
+    )
+
+
+def _run_refs(sides: Mapping[str, Archive]) -> Iterable[RunRef]:
+    for role, a in sides.items():
+        per_run = {str(k): g for k, g in a.cases.groupby("run_id", observed=True)}
+        for r in a.runs.itertuples():
+            cases = per_run.get(str(r.run_id), a.cases.iloc[0:0])
+            status = _case_status(cases)
+            yield RunRef(role, str(r.label), str(r.run_id), run_page(str(r.label), str(r.run_id)), _date(r.started_at),
+                         str(r.status) if r.status else None, r.hostname if isinstance(r.hostname, str) else None,
+                         sum(s == "ok" for s in status.values()), sum(s == "failed" for s in status.values()),
+                         sum(s == "skipped" for s in status.values()))
+
+
+def _case_status(cases: pd.DataFrame) -> dict[str, str]:
+    """One status per case over its worker processes: ok, skipped (every process skipped it), or failed."""
+    out: dict[str, str] = {}
+    for case_id, statuses in cases.groupby("case_id", observed=True)["status"]:
+        s = set(statuses.astype(str))
+        out[str(case_id)] = "ok" if s == {"ok"} else "skipped" if s == {"skipped"} else "failed"
+    return out
+
+
+# ---- what was not measured ------------------------------------------------------------------------
+
+_NO_MODULE = re.compile(r"No module named '([^']+)'")
+
+
+def _not_measured(sides: Mapping[str, Archive], compared: set[str], families: Mapping[str, str],
+                  titles: Mapping[str, str], t: Catalogue, c: Comparison) -> tuple[NotMeasured, ...]:
+    unmatched: dict[tuple[str, str], int] = {}
+    for case_id, metric, side in c.unmatched:
+        if metric not in HIDDEN_METRICS:
+            key = (case_id.partition("[")[0], side)
+            unmatched[key] = unmatched.get(key, 0) + 1
+    attempts = {role: a.cases for role, a in sides.items()}
+    workloads = sorted(set().union(*(set(c["workload"].astype(str)) for c in attempts.values())) - compared,
+                       key=lambda w: (FAMILIES.index(families[w]) if families.get(w) in FAMILIES else len(FAMILIES), w))
+    out = []
+    for w in workloads:
+        title = t.plain(f"workload_name.{w}") if t.has(f"workload_name.{w}") else titles.get(w, w)
+        per_side = {role: c[c["workload"].astype(str) == w] for role, c in attempts.items()}
+        ok = {role: bool((c["status"] == "ok").any()) for role, c in per_side.items()}
+        if ok["baseline"] and ok["candidate"]:
+            out.append(NotMeasured(w, title, "no_common_case"))  # both measured it, but not one case alike
+            continue
+        reasons = {role: _reason(c) for role, c in per_side.items() if not ok[role] and not c.empty}
+        if len(reasons) == 2 and reasons["baseline"] == reasons["candidate"]:
+            reason, detail = reasons["baseline"]
+            out.append(NotMeasured(w, title, reason, None, detail))
+            continue
+        for role, (reason, detail) in reasons.items():
+            out.append(NotMeasured(w, title, reason, role, detail))
+        for role in ("baseline", "candidate"):
+            if per_side[role].empty:
+                out.append(NotMeasured(w, title, "not_run", role))
+    # Cases of compared workloads that only one side measured: counted per workload, never listed one by one.
+    listed = {n.workload for n in out}
+    for (w, side), n in sorted(unmatched.items()):
+        if w not in listed:
+            title = t.plain(f"workload_name.{w}") if t.has(f"workload_name.{w}") else titles.get(w, w)
+            out.append(NotMeasured(w, title, "cases_one_side", side, str(n)))
+    return tuple(out)
+
+
+def _other(role: str) -> str:
+    return "candidate" if role == "baseline" else "baseline"
+
+
+def _reason(cases: pd.DataFrame) -> tuple[str, str | None]:
+    """Why a workload has no result on a side, from what its attempts recorded."""
+    errors = [e for e in cases["error"].astype(object) if isinstance(e, str) and e]
+    statuses = set(cases["status"].astype(str))
+    text = errors[0] if errors else ""
+    if "skipped" not in statuses:
+        return "failed", None
+    m = _NO_MODULE.search(text)
+    if m:
+        return "missing_package", m.group(1)
+    if "--data-dir" in text:
+        return "no_data_dir", None
+    if "GPU" in text or "CUDA" in text or (cases["device"].astype(str) == "cpu").all() and "gpu" in text.lower():
+        return "no_gpu", None
+    return "skipped", _shorten(text)
+
+
+def _unmatched(c: Comparison, t: Catalogue) -> Iterable[tuple[str, str]]:
+    for case_id, metric, side in c.unmatched:
+        if metric in HIDDEN_METRICS:
+            continue
+        workload, _, rest = case_id.partition("[")
+        params = dict(kv.split("=", 1) for kv in rest.rstrip("]").split(",") if "=" in kv)
+        label = case_label(t, workload, {k: _number(v) for k, v in params.items()}, with_workload=True)
+        if metric not in ("time", "latency"):
+            label = t.plain("label.metric_suffix", label=label, metric=_metric_name(t, metric))
+        yield label, side
+
+
+def _number(v: str) -> Any:
+    if v in ("true", "false"):
+        return v == "true"
+    try:
+        return int(v)
+    except ValueError:
+        try:
+            return float(v)
+        except ValueError:
+            return v
+
+
+# ---- advice, reproduce ----------------------------------------------------------------------------
+
+
+def _advice(c: Comparison, rows: list[CaseRow], confounders: Sequence[Confounder], cross_device: bool, method: Method,
+            numerics: Sequence[NumericBlock]) -> tuple[Advice, ...]:
+    better = sum(r.verdict is Verdict.BETTER for r in rows)
+    worse = sum(r.verdict is Verdict.WORSE for r in rows)
+    same = sum(r.verdict is Verdict.SAME for r in rows)
+    inconclusive = sum(r.verdict in (Verdict.NO_RATIO, Verdict.TOO_FEW) for r in rows)
+    out: list[Advice] = []
+    if confounders:
+        out.append(Advice("confounded", {"what": tuple(x.what for x in confounders)}))
+    if worse:
+        out.append(Advice("regressions", {"n": worse}))
+    if better and not worse and not confounders:
+        out.append(Advice("faster", {"n": better}))
+    if not better and not worse and same and not inconclusive:
+        out.append(Advice("no_difference"))
+    if not better and not worse and inconclusive:
+        out.append(Advice("nothing_settled", {"n": inconclusive, "total": same + inconclusive}))
+    if better and worse:
+        out.append(Advice("mixed"))
+    if inconclusive:
+        out.append(Advice("inconclusive", {"n": inconclusive}))
+    units = min([min(r.n_units) for r in rows] or [0])
+    if units < 3:
+        out.append(Advice("few_processes", {"n": units}))
+    if any(not row.identical for block in numerics for row in block.rows):
+        out.append(Advice("drift"))
+    return tuple(out)
+
+
+def _reproduce(role: str, selector: str, fp: Mapping[tuple[str, str], list[str]]) -> Reproduce:
+    image = (fp.get(("container", "image")) or [None])[0]
+    suite = (fp.get(("run", "suite")) or [None])[0]
+    processes = (fp.get(("run", "processes")) or [None])[0]
+    device = (fp.get(("run", "device")) or [""])[0]
+    args = ["python", "-m", "collector", "run", "--out", "runs", "--label", selector.partition("@")[0]]
+    if suite:
+        args += ["--suite", suite]
+    if processes:
+        args += ["--processes", processes]
+    if image:
+        args += ["--image", image]
+        docker = ["docker", "run", "--rm"] + (["--gpus", "all"] if device != "cpu" else []) + [
+            "-v", "$PWD:/imagebench", "-w", "/imagebench", image]
+        command = " ".join(shlex.quote(a) if a != "$PWD:/imagebench" else '"$PWD":/imagebench' for a in docker)
+        command += " \\\n  " + " ".join(shlex.quote(a) for a in args)
+    else:
+        command = " ".join(shlex.quote(a) for a in args)
+    argv = (fp.get(("command", "argv")) or [None])[0]
+    return Reproduce(role, selector, image, command, argv)
+
+
+# ---- small helpers --------------------------------------------------------------------------------
+
+
+def _recorded_families(a: Archive) -> dict[str, str]:
+    """The family each workload's cases recorded (schema 2), so old runs are read by what they recorded."""
+    if "family" not in a.cases:
+        return {}
+    c = a.cases[a.cases["family"].notna()]
+    return {str(w): str(f) for w, f in zip(c["workload"], c["family"])}
+
+
+def _metric_name(t: Catalogue, metric: str) -> str:
+    return t.plain(f"metric.{metric}") if t.has(f"metric.{metric}") else metric
+
+
+def _distinct(values: Iterable[Any]) -> list[str]:
+    out: list[str] = []
+    for v in values:
+        if v is None or (isinstance(v, float) and v != v):
+            continue
+        s = str(v)
+        if s and s not in out:
+            out.append(s)
+    return out
+
+
+def _positive(value: Any) -> bool:
+    return isinstance(value, (int, float, np.floating)) and math.isfinite(value) and value > 0
+
+
+def _finite_or_none(value: Any) -> float | None:
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        return None
+    return v if math.isfinite(v) else None
 
 
 def _shorten(value: str | None) -> str | None:

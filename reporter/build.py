@@ -13,6 +13,7 @@ without one, each label is compared with the previous version on the same device
 from __future__ import annotations
 
 import json
+import math
 import os
 import shutil
 import subprocess
@@ -25,12 +26,14 @@ from typing import Any, Callable, Mapping
 
 import click
 
-from reporter.article import ArticleBuilder
+from reporter.article import compute_article
 from reporter.charts import ChartRenderer, render_svgs
 from reporter.compare import Comparison, compare_labels, compute_summaries
 from reporter.config import (
     DEFAULT_CONFIG,
     ComparisonSpec,
+    DeviceClass,
+    SiteConfig,
     compute_device_classes,
     default_comparisons,
     load_config,
@@ -39,19 +42,17 @@ from reporter.config import (
 from reporter.errors import ReporterError
 from reporter.load import Archive, load_archive
 from reporter.pages import (
-    RAW_FILES,
     TrendInput,
-    label_page,
     label_view,
     methodology_view,
     reports_index_view,
-    run_page,
     run_views,
     runs_index_view,
     trends_views,
 )
+from reporter.paths import label_page, run_page
 from reporter.render import LANGUAGES, Messages, render_page
-from reporter.views import ChartView, WorkloadInfo, load_workloads
+from reporter.views import RAW_FILES, ArticleView, ChartView, WorkloadInfo, load_workloads
 
 GENERATED_DIRS = ("reports", "runs", "trends", "imagebench")
 GENERATED_FILES = ("methodology.md",)
@@ -81,6 +82,16 @@ class _Page:
     template: str
     view: Any
     lang: str
+    data: Any = None
+
+
+@dataclass
+class _Selection:
+    """What the build publishes: the comparisons and the device classes of the archive."""
+
+    classes: list[DeviceClass]
+    specs: list[ComparisonSpec]
+    chosen_by: str
 
 
 def build_site(
@@ -97,16 +108,18 @@ def build_site(
 ) -> BuildResult:
     """Render every page of the site into ``site_dir``; then, unless ``public_dir`` is None, run MkDocs.
 
-    ``workloads`` replaces the collector's registry (the golden tests pin one); ``lang``
-    overrides the config file's; ``mkdocs_config`` is the base mkdocs.yml (default: the
-    repository's).
+    One pass: load the archive, select the comparisons, compute every article, view and
+    render the pages, write them. ``workloads`` replaces the collector's registry (the
+    golden tests pin one); ``lang`` overrides the config file's; ``mkdocs_config`` is the
+    base mkdocs.yml (default: the repository's).
     """
     say = log or (lambda _msg: None)
     site = Path(site_dir)
     _check_generated(site)  # before the work: a folder we may not replace stops the build at once
     timings: dict[str, float] = {}
-    t0 = time.perf_counter()
+    clock = time.perf_counter()
 
+    # 1. load
     explicit = config_path is not None
     config = load_config(Path(config_path) if explicit else Path(DEFAULT_CONFIG), explicit=explicit)
     site_lang = lang or config.lang or "en"
@@ -116,104 +129,102 @@ def build_site(
     for p in archive.problems:
         say(f"warning: skipped {p.path}: {p.reason}")
     workloads = dict(workloads) if workloads is not None else load_workloads()
-    timings["load"] = time.perf_counter() - t0
+    timings["load"], clock = time.perf_counter() - clock, time.perf_counter()
 
-    t1 = time.perf_counter()
-    classes = compute_device_classes(archive)
-    specs = config.comparisons or default_comparisons(classes, archive)
-    chosen_by = "config" if config.comparisons else "default"
-    cache: dict[tuple[Any, ...], Comparison] = {}
+    # 2. select
+    selection = _select(config, archive)
+
+    # 3. compute
+    comparisons: dict[tuple[Any, ...], Comparison | ReporterError] = {}
 
     def compare(spec: ComparisonSpec) -> Comparison:
         key = (spec.baseline, spec.candidate, spec.run_ids, spec.noise, spec.single_band, spec.correction)
-        if key not in cache:
-            cache[key] = compare_labels(restrict(archive, spec.run_ids), spec.baseline, spec.candidate,
-                                        noise=spec.noise, single_band=spec.single_band, correction=spec.correction)
-        return cache[key]
+        if key not in comparisons:
+            try:
+                comparisons[key] = compare_labels(restrict(archive, spec.run_ids), spec.baseline, spec.candidate,
+                                                  noise=spec.noise, single_band=spec.single_band,
+                                                  correction=spec.correction)
+            except ReporterError as e:
+                comparisons[key] = e
+        found = comparisons[key]
+        if isinstance(found, ReporterError):
+            raise found
+        return found
 
     build_command = f"reporter build --runs {_shown_path(runs_dir)}" + (f" --config {_shown_path(config_path)}" if explicit else "")
-    run_pages = {(str(r.label), str(r.run_id)): run_page(str(r.label), str(r.run_id)) for r in archive.runs.itertuples()}
+    families = {name: w.family for name, w in workloads.items()}
+    titles = {name: w.title for name, w in workloads.items()}
+    articles, reports, skipped = [], [], []
+    shared: dict[Any, Any] = {}
+    for spec in selection.specs:
+        try:
+            comparison = compare(spec)
+        except ReporterError as e:
+            skipped.append(f"{spec.baseline} → {spec.candidate}: {e}")
+            say(f"warning: no report for {spec.baseline} -> {spec.candidate}: {e}")
+            continue
+        data = compute_article(restrict(archive, spec.run_ids), spec, comparison=comparison, families=families,
+                               titles=titles, lang=spec.lang or site_lang, build_command=build_command, cache=shared)
+        articles.append(data)
+        reports.append({"title": data.title, "page": data.page, "baseline": spec.baseline, "candidate": spec.candidate,
+                        "device": data.device, "comparison": comparison, "headline": data.headline, "lang": data.lang})
+    # Trends flag changes between neighbours in version order (the default comparisons).
+    neighbours: dict[str, dict[tuple[str, str], Comparison]] = {}
+    for spec in default_comparisons(selection.classes, archive):
+        try:
+            neighbours.setdefault(spec.device or "", {})[(spec.baseline, spec.candidate)] = compare(spec)
+        except ReporterError:
+            continue
+    run_summaries = {str(r): compute_summaries(restrict(archive, frozenset([str(r)]))) for r in archive.runs["run_id"]}
+    trend_inputs = [TrendInput(cls, compute_summaries(restrict(archive, cls.run_ids)), neighbours.get(cls.name, {}))
+                    for cls in selection.classes]
+    timings["compare"], clock = time.perf_counter() - clock, time.perf_counter()
+
+    # 4. view and render (charts render in other processes meanwhile)
+    t = _messages(site_lang)
     pages: list[_Page] = []
-    # Each chart is an SVG file beside its page (charts/<page>-<id>.svg), shown as an image
-    # (Markdown and the search index then never parse an SVG's thousands of elements).
-    # Charts render in other processes while the remaining pages are computed.
     renderer = ChartRenderer(chart_workers, render=render_svgs)
     chart_files: list[str] = []
-
-    def add_page(page: _Page) -> None:
-        pages.append(page)
-        folder, _, name = page.path.rpartition("/")
-        charts = _charts_of(page.view)
-        for c in charts:
-            c.href = f"charts/{name.removesuffix('.md')}-{c.ident}.svg"
-            chart_files.append(f"{folder}/{c.href}" if folder else c.href)
-        renderer.submit([c.spec for c in charts])
-
-    article_cache: dict[Any, Any] = {}
     try:
-        reports: list[dict[str, Any]] = []
-        skipped: list[str] = []
-        for spec in specs:
-            try:
-                comparison = compare(spec)
-            except ReporterError as e:
-                skipped.append(f"{spec.baseline} → {spec.candidate}: {e}")
-                say(f"warning: no report for {spec.baseline} -> {spec.candidate}: {e}")
-                continue
-            article_lang = spec.lang or site_lang
-            page = f"reports/{spec.slug}.md"
-            view = ArticleBuilder(
-                spec=spec, archive=restrict(archive, spec.run_ids), comparison=comparison, workloads=workloads,
-                t=_messages(article_lang), page=page, run_pages=run_pages, build_command=build_command,
-                cache=article_cache,
-            ).build()
-            add_page(_Page(page, "article.md.j2", view, article_lang))
-            reports.append({"title": view["title"], "page": page, "baseline": spec.baseline, "candidate": spec.candidate,
-                            "device": view["device"], "comparison": comparison})
-        timings["compare"] = time.perf_counter() - t1
-
-        t2 = time.perf_counter()
-        t = _messages(site_lang)
-        add_page(_Page("reports/index.md", "reports_index.md.j2",
-                       reports_index_view(reports, archive=archive, chosen_by=chosen_by,
-                                          config_name=config.source.name if config.source else None,
-                                          skipped=skipped, t=t), site_lang))
-        add_page(_Page("runs/index.md", "runs_index.md.j2", runs_index_view(archive, classes, t), site_lang))
+        for data in articles:
+            pages.append(_Page(data.page, "article.md.j2", ArticleView(data, _messages(data.lang)), data.lang, data))
+        pages.append(_Page("reports/index.md", "reports_index.md.j2",
+                           reports_index_view(reports, archive=archive, chosen_by=selection.chosen_by,
+                                              config_name=config.source.name if config.source else None,
+                                              skipped=skipped, t=t), site_lang))
+        pages.append(_Page("runs/index.md", "runs_index.md.j2", runs_index_view(archive, selection.classes, t), site_lang))
         for label in archive.labels():
-            add_page(_Page(label_page(label), "runs_label.md.j2", label_view(archive, label, reports, t), site_lang))
-        for (label, run_id), view in run_views(archive, t).items():
-            add_page(_Page(run_page(label, run_id), "run.md.j2", view, site_lang))
-        # Trends flag changes between neighbours in version order: the default comparisons
-        # (already computed when no config file chose others).
-        neighbours: dict[str, dict[tuple[str, str], Comparison]] = {}
-        for spec in default_comparisons(classes, archive):
-            try:
-                neighbours.setdefault(spec.device or "", {})[(spec.baseline, spec.candidate)] = compare(spec)
-            except ReporterError:
-                continue
-        trend_inputs = [TrendInput(cls, compute_summaries(restrict(archive, cls.run_ids)), neighbours.get(cls.name, {}))
-                        for cls in classes]
+            pages.append(_Page(label_page(label), "runs_label.md.j2", label_view(archive, label, reports, t), site_lang))
+        for (label, run_id), view in run_views(archive, t, run_summaries).items():
+            pages.append(_Page(run_page(label, run_id), "run.md.j2", view, site_lang))
         trends_index, trend_families = trends_views(trend_inputs, workloads, t, [0])
-        add_page(_Page("trends/index.md", "trends_index.md.j2", trends_index, site_lang))
+        pages.append(_Page("trends/index.md", "trends_index.md.j2", trends_index, site_lang))
         for family, view in trend_families.items():
-            add_page(_Page(f"trends/{family}.md", "trends_family.md.j2", view, site_lang))
-        add_page(_Page("methodology.md", "methodology.md.j2", methodology_view(workloads, t), site_lang))
-        timings["views"] = time.perf_counter() - t2
-
-        t3 = time.perf_counter()
+            pages.append(_Page(f"trends/{family}.md", "trends_family.md.j2", view, site_lang))
+        pages.append(_Page("methodology.md", "methodology.md.j2", methodology_view(workloads, t), site_lang))
+        home = site / "index.md"
+        if not home.exists() or _is_generated_file(home):
+            pages.append(_Page("index.md", "home.md.j2", home_view(reports, t), site_lang))
+        # Each chart is an SVG file beside its page (charts/<page>-<id>.svg), shown as an image
+        # (Markdown and the search index then never parse an SVG's thousands of elements).
+        for page in pages:
+            folder, _, name = page.path.rpartition("/")
+            charts = _charts_of(page.view)
+            for c in charts:
+                c.href = f"charts/{name.removesuffix('.md')}-{c.ident}.svg"
+                chart_files.append(f"{folder}/{c.href}" if folder else c.href)
+            renderer.submit([c.spec for c in charts])
+        texts = [render_page(p.template, p.view, p.lang, marker=GENERATED_MARKER, data=p.data) for p in pages]
+        timings["views"], clock = time.perf_counter() - clock, time.perf_counter()
         svgs = renderer.results()
     finally:
         renderer.close()
-    timings["charts"] = time.perf_counter() - t3  # the wait for the charts after the views
+    timings["charts"], clock = time.perf_counter() - clock, time.perf_counter()
 
-    t4 = time.perf_counter()
+    # 5. write
     _prepare_generated(site)
-    home = site / "index.md"
-    if not home.exists() or _is_generated_file(home):
-        pages.append(_Page("index.md", "home.md.j2", {}, site_lang))
     written = []
-    for p in pages:
-        text = render_page(p.template, p.view, p.lang, marker=GENERATED_MARKER)
+    for p, text in zip(pages, texts):
         target = site / p.path
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(text, encoding="utf-8")
@@ -228,16 +239,43 @@ def build_site(
         folder = site / run_page(str(r.label), str(r.run_id))
         for name in RAW_FILES:
             shutil.copyfile(Path(r.path) / name, folder.parent / name)
-    timings["write"] = time.perf_counter() - t4
+    timings["write"] = time.perf_counter() - clock
 
     result = BuildResult(site, Path(public_dir) if public_dir is not None else None, written,
                          [r["page"] for r in reports], skipped, len(archive.problems), len(chart_files), timings)
     if public_dir is not None:
-        t5 = time.perf_counter()
+        clock = time.perf_counter()
         nav = _nav(t, reports, archive, trend_families)
         run_mkdocs(site, Path(public_dir), lang=site_lang, nav=nav, base_config=mkdocs_config)
-        timings["mkdocs"] = time.perf_counter() - t5
+        timings["mkdocs"] = time.perf_counter() - clock
     return result
+
+
+def _select(config: SiteConfig, archive: Archive) -> _Selection:
+    """The comparisons to publish: the config file's, or each label against the previous version."""
+    classes = compute_device_classes(archive)
+    if config.comparisons:
+        return _Selection(classes, list(config.comparisons), "config")
+    return _Selection(classes, default_comparisons(classes, archive), "default")
+
+
+def home_view(reports: list[dict[str, Any]], t: Messages) -> dict[str, Any]:
+    """The home page: the newest comparisons first, each with the largest change its headline names."""
+    from reporter.views import Link, change_phrase
+
+    items = []
+    for rep in reversed(reports):
+        h = rep["headline"]
+        changes = sorted((c for f in h.families for c in f.changes), key=lambda r: -abs(math.log(r.ratio.value)))
+        n_calls = h.counts.get("better", 0) + h.counts.get("worse", 0)
+        if changes:
+            top = changes[0]
+            summary = t.plain("home.top_change", case=top.full_label,
+                              change=change_phrase(t, top.ratio.value, top.unit, top.better, h.cross_device), n=n_calls)
+        else:
+            summary = t.plain("home.no_change", n=h.total)
+        items.append({"link": Link(rep["title"], rep["page"]), "summary": summary})
+    return {"reports": items}
 
 
 def _shown_path(path: Path | str | None) -> str:
@@ -270,6 +308,8 @@ def _charts_of(view: Any) -> list[ChartView]:
         seen.add(id(item))
         if isinstance(item, ChartView):
             found.append(item)
+        elif isinstance(item, ArticleView):
+            stack.extend(item.chart_views)
         elif isinstance(item, dict):
             stack.extend(item.values())
         elif isinstance(item, (list, tuple)):

@@ -33,8 +33,8 @@ from packaging.version import InvalidVersion, Version
 
 from reporter.errors import ReporterError
 from reporter.load import Archive
-from reporter.render import LANGUAGES
-from reporter.views import slug
+from reporter.messages import LANGUAGES
+from reporter.paths import slug
 
 try:  # Python 3.11+
     import tomllib

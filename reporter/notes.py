@@ -12,15 +12,15 @@ from functools import lru_cache
 from typing import Any
 
 from collector.vocabulary import Note
-from reporter.render import Messages
+from reporter.messages import Catalogue
 
 # Parameters that hold a fraction and read as a percentage.
 FRACTION_PARAMS = frozenset({"noise", "band"})
 
 
 @lru_cache(maxsize=None)
-def _messages(lang: str) -> Messages:
-    return Messages(lang)
+def _messages(lang: str) -> Catalogue:
+    return Catalogue(lang)
 
 
 def format_param(name: str, value: Any) -> str:
@@ -38,7 +38,7 @@ def note_text(note: Note, lang: str) -> str:
     """The message of ``note`` in ``lang`` (``en`` or ``zh``), parameters filled in, as plain text.
 
     A code without a message in ``lang`` falls back to English, then to the code itself
-    (``Messages``); ``tests/test_stats.py`` checks that every code has both.
+    (``Catalogue``); ``tests/test_stats.py`` checks that every code has both.
     """
     params = {k: format_param(k, v) for k, v in note.params}
     return _messages(lang).plain(f"notes.{note.code.value}", **params)

@@ -13,29 +13,17 @@ import pandas as pd
 from markupsafe import Markup
 
 from collector.schema import METRICS, TIMINGS
-from collector.workloads import FAMILIES
+from collector.vocabulary import FAMILIES, OTHER_FAMILY
 from reporter.charts import chart_lines
 from reporter.compare import Comparison
 from reporter.config import DeviceClass
 from reporter.load import Archive
+from reporter.paths import label_page, relpath, run_page
 from reporter.render import Messages
-from reporter.views import (
-    OTHER_FAMILY,
-    ChartView,
-    Column,
-    Link,
-    TableView,
-    WorkloadInfo,
-    distinct,
-    family_of,
-    joined,
-    params_label,
-    relpath,
-    run_slug,
-    slug,
-)
+from reporter.tables import Column
+from reporter.tables import Table as TableView
+from reporter.views import RAW_FILES, ChartView, Link, WorkloadInfo, family_of
 
-RAW_FILES = ("environment.parquet", "cases.parquet", "samples.parquet")
 TREND_HIDDEN_METRICS = ("wall_time",)
 # Trends show the metrics a reader follows across versions; one chart per workload.
 TREND_CHART_METRICS = ("time", "latency", "compile_time", "throughput")
@@ -52,12 +40,27 @@ def _date(value: Any) -> str | None:
     return pd.Timestamp(value).strftime("%Y-%m-%d %H:%M UTC")
 
 
-def label_page(label: str) -> str:
-    return f"runs/{slug(label)}/index.md"
+def distinct(values: Any) -> list[str]:
+    """Distinct non-empty values as strings, in first-seen order."""
+    out: list[str] = []
+    for v in values:
+        if v is None or (isinstance(v, float) and v != v):
+            continue
+        s = str(v)
+        if s and s not in out:
+            out.append(s)
+    return out
 
 
-def run_page(label: str, run_id: str) -> str:
-    return f"runs/{slug(label)}/{run_slug(run_id)}/index.md"
+def joined(values: Sequence[str]) -> str | None:
+    return ", ".join(values) if values else None
+
+
+def params_label(params: Any) -> str:
+    """Case parameters as ``n=1024, dtype=bf16`` (trend tables, which span workloads' versions)."""
+    from reporter.labels import params_of
+
+    return ", ".join(f"{k}={str(v).lower() if isinstance(v, bool) else v}" for k, v in params_of(params).items())
 
 
 # ---- runs archive --------------------------------------------------------------------------
@@ -120,49 +123,80 @@ def label_view(archive: Archive, label: str, reports: Sequence[dict[str, Any]], 
     }
 
 
-def run_views(archive: Archive, t: Messages) -> dict[tuple[str, str], dict[str, Any]]:
-    """The view of every run's page, by (label, run_id)."""
+def run_views(archive: Archive, t: Messages, summaries: Mapping[str, pd.DataFrame]) -> dict[tuple[str, str], dict[str, Any]]:
+    """The view of every run's page, by (label, run_id); ``summaries`` are compute_summaries per run id."""
     cases = {str(k): g for k, g in archive.cases.groupby("run_id", observed=True, sort=False)}
     env = {str(k): g for k, g in archive.environment.groupby("run_id", observed=True, sort=False)}
     empty_cases, empty_env = archive.cases.iloc[0:0], archive.environment.iloc[0:0]
     out = {}
     for _, row in archive.runs.iterrows():
         label, run_id = str(row["label"]), str(row["run_id"])
-        out[(label, run_id)] = run_view(row, cases.get(run_id, empty_cases), env.get(run_id, empty_env), t)
+        out[(label, run_id)] = run_view(row, cases.get(run_id, empty_cases), env.get(run_id, empty_env), t,
+                                        summaries.get(run_id))
     return out
 
 
-def run_view(row: pd.Series, cases: pd.DataFrame, env: pd.DataFrame, t: Messages) -> dict[str, Any]:
-    """One run's page: its summary, raw files, every attempt (failures first) and its fingerprint."""
+# The metric a run page shows per case, in order of preference.
+RUN_METRICS = ("time", "latency", "throughput", "compile_time", "max_batch", "tasks_ok", "loss", "checksum")
+
+
+def run_view(row: pd.Series, cases: pd.DataFrame, env: pd.DataFrame, t: Messages,
+             summary: pd.DataFrame | None = None) -> dict[str, Any]:
+    """One run's page: its summary, raw files, every case with its median, CI and status, and its fingerprint."""
+    from collector.vocabulary import format_cudnn_version
+    from reporter.labels import case_label
+
     label, run_id = str(row["label"]), str(row["run_id"])
-    summary = TableView([_col(t, "item"), _col(t, "value")])
+    summary_table = TableView([_col(t, "item"), _col(t, "value")])
     for key in ("label", "run_id", "status", "started_at", "finished_at", "suite", "device_type", "device_name", "hostname",
                 "image", "torch", "cuda", "cudnn", "driver"):
         value = row[key]
         if key in ("started_at", "finished_at"):
             value = _date(value)
-        summary.rows.append([t(f"run.field.{key}"), None if value is None or (isinstance(value, float) and value != value) else str(value)])
+        if key == "cudnn" and isinstance(value, str):
+            value = format_cudnn_version(value) or None
+        summary_table.rows.append([t(f"run.field.{key}"),
+                                   None if value is None or (isinstance(value, float) and value != value) else str(value)])
     files = TableView([_col(t, "file", "link"), _col(t, "what")])
     files.rows = [[Link(name, name), t(f"run.file.{name.split('.')[0]}")] for name in RAW_FILES]
-    # One row per case: the status of each worker process in order, e.g. "ok, ok, failed".
-    records = sorted(cases[["case_id", "workload", "process", "status", "error", "timing", "duration_s"]]
-                     .astype({"case_id": str, "workload": str, "status": str, "timing": str})
+    records = sorted(cases[["case_id", "workload", "params", "process", "status", "error"]]
+                     .astype({"case_id": str, "workload": str, "params": str, "status": str})
                      .to_dict("records"), key=lambda c: (c["case_id"], c["process"]))
-    table = TableView([_col(t, "case"), _col(t, "workload"), _col(t, "status"), _col(t, "timing"),
-                       _col(t, "duration", "value", True)])
-    failures = TableView([_col(t, "case"), _col(t, "process", right=True), _col(t, "status"), _col(t, "error")])
     by_case: dict[str, list[dict[str, Any]]] = {}
     for c in records:
         by_case.setdefault(c["case_id"], []).append(c)
-        if c["status"] != "ok":
-            failures.rows.append([c["case_id"], str(c["process"]), c["status"],
-                                  c["error"] if isinstance(c["error"], str) and c["error"] else None])
+    medians: dict[str, Any] = {}
+    if summary is not None and len(summary):
+        for r in summary.itertuples():
+            if str(r.metric) in RUN_METRICS:
+                prev = medians.get(str(r.case_id))
+                if prev is None or RUN_METRICS.index(str(r.metric)) < RUN_METRICS.index(prev.metric):
+                    medians[str(r.case_id)] = r
+    table = TableView([_col(t, "case"), _col(t, "metric"), _col(t, "median", "value", True), _col(t, "ci", "interval", True),
+                       _col(t, "processes", right=True), _col(t, "status")], css="ib-main")
+    problems = TableView([_col(t, "case"), _col(t, "process", right=True), _col(t, "status"), _col(t, "error")])
+    counts = {"ok": 0, "skipped": 0, "failed": 0}
     for case_id, attempts in by_case.items():
-        table.rows.append([case_id, attempts[0]["workload"], ", ".join(a["status"] for a in attempts),
-                           joined(distinct(a["timing"] for a in attempts)),
-                           (float(sum(a["duration_s"] for a in attempts)), "s")])
-    ok = sum(all(a["status"] == "ok" for a in attempts) for attempts in by_case.values())
-    failed = len(by_case) - ok
+        statuses = [a["status"] for a in attempts]
+        status = "ok" if all(s == "ok" for s in statuses) else "skipped" if all(s == "skipped" for s in statuses) else "failed"
+        counts[status] += 1
+        m = medians.get(case_id)
+        name = case_label(t, attempts[0]["workload"], attempts[0]["params"], with_workload=True)
+        ok_n = sum(s == "ok" for s in statuses)
+        shown = t.plain(f"run.case_status.{status}")
+        if status == "failed":
+            shown = t.plain("run.case_status.failed_of", n=len(statuses) - ok_n, total=len(statuses))
+        table.rows.append([
+            name, t.plain(f"metric.{m.metric}") if m is not None else None,
+            (m.median, m.unit) if m is not None else None,
+            (m.ci_low, m.ci_high, m.unit) if m is not None else None,
+            f"{ok_n}/{len(statuses)}", shown,
+        ])
+        for a in attempts:
+            if a["status"] != "ok":
+                problems.rows.append([name, str(a["process"]), t.plain(f"run.case_status.{a['status']}")
+                                      if t.has(f"run.case_status.{a['status']}") else a["status"],
+                                      a["error"] if isinstance(a["error"], str) and a["error"] else None])
     fingerprint = []
     for section, group in env.groupby(env["section"].astype(str), sort=False):
         kv = TableView([_col(t, "key"), _col(t, "value")])
@@ -171,11 +205,11 @@ def run_view(row: pd.Series, cases: pd.DataFrame, env: pd.DataFrame, t: Messages
     return {
         "label": label,
         "run_id": run_id,
-        "summary": summary,
+        "summary": summary_table,
         "files": files,
         "cases": table,
-        "failures": failures,
-        "counts": {"ok": ok, "failed": failed, "total": len(by_case)},
+        "failures": problems,
+        "counts": {**counts, "total": len(by_case)},
         "fingerprint": fingerprint,
     }
 
@@ -277,7 +311,7 @@ def trends_views(inputs: Sequence[TrendInput], workloads: Mapping[str, WorkloadI
                                        y_title=f"{_metric(t, chart_metric)} ({unit})", x_type="N",
                                        log_x=False, log_y=unit in ("s", "bytes"))
                     data = TableView([_col(t, "label"), _col(t, "case"), _col(t, "median", "value", True),
-                                      _col(t, "ci", "value_ci", True)])
+                                      _col(t, "ci", "interval", True)])
                     data.rows = [[p["x"], p["series"], (p["y"], unit), (p["y_low"], p["y_high"], unit)] for p in points]
                     chart_counter[0] += 1
                     charts.append(ChartView(t.plain("chart.trend_title", workload=title, metric=_metric(t, chart_metric)),

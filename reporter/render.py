@@ -18,23 +18,18 @@ from __future__ import annotations
 import html
 import math
 import re
-import string
 import urllib.parse
-from functools import lru_cache
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Callable
 
 import jinja2
 from markupsafe import Markup
 
-try:  # Python 3.11+
-    import tomllib
-except ModuleNotFoundError:  # pragma: no cover - Python 3.10
-    import tomli as tomllib  # type: ignore[no-redef]
+from reporter.messages import LANGUAGES, Catalogue, SafeFormatter
+from reporter.tables import Table, render_markdown
 
 TEMPLATES_DIR = Path(__file__).resolve().parent / "templates"
-I18N_DIR = Path(__file__).resolve().parent / "i18n"
-LANGUAGES = ("en", "zh")
+__all__ = ["LANGUAGES", "Messages", "make_environment", "render_page", "md_escape"]
 
 # Characters with a meaning in Markdown, the Markdown extensions the site enables, or
 # HTML. Replaced by numeric character references, which Markdown passes through as
@@ -248,59 +243,12 @@ FORMATTERS = {
 # ---- strings -------------------------------------------------------------------------------
 
 
-class Messages:
-    """The user-facing strings of one language, from ``reporter/i18n/<lang>.toml``.
+class Messages(Catalogue):
+    """The catalogue of one language for pages: ``t("a.b", n=3)`` is the message with escaped values.
 
-    ``t("a.b", n=3)`` returns the message at ``[a] b`` with ``{n}`` filled in; a message is
-    trusted Markdown from this repository, the values put into it are escaped unless they
-    are ``Markup``. A key missing from the language falls back to English, then to the
-    key itself, so a missing translation shows up on the page instead of failing a build.
+    A message is trusted Markdown from this repository; the values put into it are
+    escaped unless they are ``Markup``.
     """
-
-    def __init__(self, lang: str) -> None:
-        if lang not in LANGUAGES:
-            raise ValueError(f"unknown language {lang!r}; choose one of: {', '.join(LANGUAGES)}")
-        self.lang = lang
-        self._own = _load_messages(lang)
-        self._fallback = _load_messages("en") if lang != "en" else self._own
-
-    def raw(self, key: str) -> Any:
-        """The stored value (a string, a list or a table) at ``key``."""
-        for table in (self._own, self._fallback):
-            node: Any = table
-            for part in key.split("."):
-                if not isinstance(node, dict) or part not in node:
-                    node = None
-                    break
-                node = node[part]
-            if node is not None:
-                return node
-        return None
-
-    def plain(self, key: str, **values: Any) -> str:
-        """The message as plain text, values inserted unescaped (for chart text, which Vega escapes)."""
-        message = self.raw(key)
-        if not isinstance(message, str):
-            return key
-        return _SafeFormatter().vformat(message, (), {k: str(v) for k, v in values.items()})
-
-    def note(self, text: str | None) -> str | None:
-        """A note of reporter.compare (English, sentences joined by "; ") in this language.
-
-        Each sentence is matched against ``[compare_notes] patterns`` (regex, replacement);
-        a sentence no pattern matches stays as it is.
-        """
-        if not text or self.lang == "en":
-            return text
-        patterns = [(re.compile(p), r) for p, r in (self.raw("compare_notes.patterns") or [])]
-        out = []
-        for sentence in text.split("; "):
-            for pattern, replacement in patterns:
-                if pattern.fullmatch(sentence):
-                    sentence = pattern.sub(replacement, sentence)
-                    break
-            out.append(sentence)
-        return "；".join(out)
 
     def paragraphs(self, key: str) -> list[Markup]:
         """A list of trusted Markdown paragraphs stored at ``key``."""
@@ -309,31 +257,147 @@ class Messages:
             value = [value]
         return [Markup(p) for p in value or [] if isinstance(p, str)]
 
-    def has(self, key: str) -> bool:
-        return self.raw(key) is not None
-
     def __call__(self, key: str, **values: Any) -> Markup:
         message = self.raw(key)
         if not isinstance(message, str):
             return md_escape(key)
         escaped = {k: md_escape(v) if not isinstance(v, (int, float)) or isinstance(v, bool) else Markup(str(v))
                    for k, v in values.items()}
-        return Markup(_SafeFormatter().vformat(message, (), escaped))
+        return Markup(SafeFormatter().vformat(message, (), escaped))
 
 
-class _SafeFormatter(string.Formatter):
-    """``str.format`` that only substitutes plain names (no attribute or index access)."""
-
-    def get_field(self, field_name: str, args: Any, kwargs: Mapping[str, Any]) -> Any:
-        if not field_name.isidentifier():
-            raise ValueError(f"message field {field_name!r} must be a plain name")
-        return kwargs.get(field_name, "{" + field_name + "}"), field_name
+# ---- the format hooks of the table model ----------------------------------------------------------
 
 
-@lru_cache(maxsize=None)
-def _load_messages(lang: str) -> dict[str, Any]:
-    with open(I18N_DIR / f"{lang}.toml", "rb") as f:
-        return tomllib.load(f)
+def fmt_ratio_ci(value: Any) -> Markup:
+    """A ratio with its CI: ``1.838× [1.730, 1.954]``; large ratios with three significant digits."""
+    if value is None or not _finite(value.value):
+        return DASH
+    r = float(value.value)
+    text = f"{r:.3f}×" if r < 10 else f"{format_sig(r)}×"
+    if value.has_ci:
+        lo, hi = float(value.low), float(value.high)
+        text += f" [{lo:.3f}, {hi:.3f}]" if hi < 10 else f" [{format_sig(lo)}, {format_sig(hi)}]"
+    return Markup(text)
+
+
+def fmt_fraction_ci(value: Any) -> Markup:
+    if value is None or not _finite(value.value):
+        return DASH
+    text = f"{value.value * 100:.1f}%"
+    if value.has_ci:
+        text += f" [{value.low * 100:.1f}%, {value.high * 100:.1f}%]"
+    return Markup(text)
+
+
+def fmt_value_ci(value: Any) -> Markup:
+    """``(Interval, unit)`` as ``12.3 ms [12.1 ms, 12.6 ms]``."""
+    if value is None or value[0] is None or not _finite(value[0].value):
+        return DASH
+    iv, unit = value
+    text = str(fmt_value(iv.value, unit))
+    if iv.has_ci:
+        text += f" [{fmt_value(iv.low, unit)}, {fmt_value(iv.high, unit)}]"
+    return Markup(text)
+
+
+def fmt_derived(value: Any) -> Markup:
+    """A derived figure ``(Interval, unit)``: a factor, a fraction, or a value in its unit, with its CI."""
+    if value is None or value[0] is None:
+        return DASH
+    iv, unit = value
+    if unit == "x":
+        return fmt_ratio_ci(iv)
+    if unit == "fraction":
+        return fmt_fraction_ci(iv)
+    return fmt_value_ci(value)
+
+
+def fmt_peak(value: Any) -> Markup:
+    """``(Rate, Rate)`` as the share of each side's peak: ``61% → 64%``."""
+    if not value:
+        return DASH
+    parts = [f"{r.peak_fraction * 100:.0f}%" if r is not None and r.peak_fraction is not None else "—" for r in value]
+    return DASH if all(p == "—" for p in parts) else Markup(" → ".join(parts))
+
+
+def fmt_rate(value: Any) -> Markup:
+    if value is None:
+        return DASH
+    return Markup(f"{format_sig(value.value)} {md_escape(value.unit)}")
+
+
+def fmt_reldiff(value: Any) -> Markup:
+    """A numerical difference: ``identical``, or the relative difference in scientific notation."""
+    if value is None:
+        return DASH
+    identical, rel, word = value
+    if identical:
+        return Markup(word)
+    if not _finite(rel):
+        return DASH
+    return Markup(f"{float(rel):+.2e}")
+
+
+def _hook_text(value: Any) -> Markup:
+    return DASH if value is None or value == "" else md_escape(value)
+
+
+def _hook_link(value: Any) -> Markup:
+    if not value:
+        return DASH
+    return Markup(f"[{md_escape_one_line(value.text)}]({url_path(value.href)})")
+
+
+def _hook_value(value: Any) -> Markup:
+    if value is None or value[0] is None:
+        return DASH
+    return fmt_value(value[0], value[1])
+
+
+def _hook_median_ci(value: Any) -> Markup:
+    """A trend cell: median [CI] with ▲/▼ where the neighbour comparison called a change."""
+    if value is None:
+        return DASH
+    unit = value["unit"]
+    flag = {"better": " ▲", "worse": " ▼"}.get(value.get("flag") or "", "")
+    return Markup(f"{fmt_value(value['median'], unit)} [{fmt_value(value['low'], unit)}, {fmt_value(value['high'], unit)}]{flag}")
+
+
+def _hook_interval(value: Any) -> Markup:
+    """``(low, high, unit)`` as ``[12.1 ms, 12.6 ms]``."""
+    if value is None or value[0] is None:
+        return DASH
+    return Markup(f"[{fmt_value(value[0], value[2])}, {fmt_value(value[1], value[2])}]")
+
+
+HOOKS: dict[str, Callable[[Any], Markup]] = {
+    "median_ci": _hook_median_ci,
+    "interval": _hook_interval,
+    "text": _hook_text,
+    "link": _hook_link,
+    "markup": lambda v: DASH if v is None else Markup(v),
+    "value": _hook_value,
+    "value_ci": fmt_value_ci,
+    "ratio": fmt_ratio,
+    "ratio_ci": fmt_ratio_ci,
+    "ci": lambda v: DASH if v is None else fmt_ci(v[0], v[1]),
+    "derived": fmt_derived,
+    "peak": fmt_peak,
+    "rate": fmt_rate,
+    "percent": fmt_percent,
+    "signed_percent": lambda v: fmt_percent(v, True, 3),
+    "pvalue": fmt_pvalue,
+    "int": fmt_int,
+    "code": lambda v: Markup(f"<code>{md_escape(v)}</code>"),
+    "exact": fmt_exact,
+    "reldiff": fmt_reldiff,
+}
+
+
+def render_table(table: Table) -> Markup:
+    """A table of the model as Markdown in its CSS box, every cell through its kind's hook."""
+    return Markup(render_markdown(table, HOOKS, title=lambda title: str(md_escape(title))))
 
 
 # ---- the environment -----------------------------------------------------------------------
@@ -368,8 +432,13 @@ def make_environment(lang: str) -> jinja2.Environment:
         percent=fmt_percent,
         pvalue=fmt_pvalue,
         ci=fmt_ci,
+        ratio_ci=fmt_ratio_ci,
+        fraction_ci=fmt_fraction_ci,
+        table=render_table,
     )
-    env.globals["t"] = Messages(lang)
+    messages = Messages(lang)
+    env.filters["stack_name"] = lambda name: messages.plain(f"stack.{name}")
+    env.globals["t"] = messages
     env.globals["lang"] = lang
     env.globals["DASH"] = DASH
     return env
@@ -378,13 +447,14 @@ def make_environment(lang: str) -> jinja2.Environment:
 _ENVIRONMENTS: dict[str, jinja2.Environment] = {}
 
 
-def render_page(template: str, view: Any, lang: str, *, marker: str = "") -> str:
+def render_page(template: str, view: Any, lang: str, *, marker: str = "", data: Any = None) -> str:
     """The Markdown of one page: ``template`` (a file under reporter/templates) filled with ``view``.
 
-    The view is available to templates as ``v`` (and ``a`` for articles); ``marker`` is
-    the text of the generated-page comment.
+    The view is available to templates as ``v``, the computed data (an article's
+    ``ArticleData``) as ``a``; ``marker`` is the text of the generated-page comment.
     """
     env = _ENVIRONMENTS.get(lang)
     if env is None:
         env = _ENVIRONMENTS[lang] = make_environment(lang)
-    return env.get_template(template).render(a=view, v=view, generated_marker=Markup(marker))
+    return env.get_template(template).render(a=data if data is not None else view, v=view,
+                                                    generated_marker=Markup(marker))

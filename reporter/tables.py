@@ -1,9 +1,18 @@
-"""Terminal, Markdown, CSV and JSON renderings of comparisons and of the run archive.
+"""One table model for every page and format, and the CLI renderings of comparisons and runs.
 
-One routine (``_comparison_grid``) lays out a comparison's cells once; the terminal and
-Markdown renderers only differ in how they draw a row and a section divider (as
-hyperfine's ``markup.rs`` does). CSV and JSON serialise ``comparison_records``, which
-keeps numbers as numbers. Nothing here computes a statistic.
+A ``Table`` is columns (a title, a cell *kind*, an alignment) and rows of raw values; a
+renderer draws it through *format hooks*, one function per kind that turns a raw value
+into text (as hyperfine's ``markup.rs`` serves every format with row and divider hooks).
+The site's Markdown renderer (``render_markdown``, hooks in ``reporter.render``), the
+terminal (rich) and the CLI's Markdown all draw the same model; CSV and JSON serialise
+``comparison_records``, which keeps numbers as numbers. Nothing here computes a statistic.
+
+CSS hook for the site: a table with a ``css`` class is written inside
+``<div class="ib-table {css}" markdown>`` (the ``md_in_html`` extension), so
+``.ib-table.ib-main`` is an article's main table (at most six columns: case, baseline,
+candidate, ratio with CI, verdict, % of peak), ``.ib-table.ib-details`` a details table
+in a collapsible box, and ``.ib-table.ib-wide`` any other table that may need to scroll
+inside its own box. Every table the site shows carries ``ib-table``.
 """
 
 from __future__ import annotations
@@ -12,17 +21,75 @@ import csv
 import io
 import json
 import math
-from typing import Any, Callable
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping, Sequence
 
 import pandas as pd
 from rich.console import Console
-from rich.table import Table
+from rich.table import Table as RichTable
 from rich.text import Text
 
 from collector.schema import METRICS
 from reporter.compare import Comparison
 from reporter.load import Archive
 from reporter.stats import VERDICT_BETTER, VERDICT_INCONCLUSIVE, VERDICT_WORSE
+
+
+@dataclass(frozen=True)
+class Column:
+    """A column: its heading, the kind of its cells (which hook formats them), alignment."""
+
+    title: Any
+    kind: str = "text"
+    right: bool = False
+
+
+@dataclass
+class Table:
+    """Columns and rows of raw values (one per column); ``css`` names its box on the site."""
+
+    columns: list[Column]
+    rows: list[list[Any]] = field(default_factory=list)
+    css: str = "ib-wide"
+
+    @property
+    def fmt(self) -> None:  # pragma: no cover - guards against the old TableView API
+        raise AttributeError("Table has no fmt")
+
+
+Hook = Callable[[Any], str]
+
+
+def render_cells(table: Table, hooks: Mapping[str, Hook]) -> list[list[str]]:
+    """Every cell of ``table`` as text, through the hook of its column's kind (``text`` when unknown)."""
+    fallback = hooks["text"]
+    return [[hooks.get(c.kind, fallback)(v) for c, v in zip(table.columns, row)] for row in table.rows]
+
+
+def render_markdown(table: Table, hooks: Mapping[str, Hook], *, title: Hook = str, boxed: bool = True) -> str:
+    """A GitHub-flavoured Markdown table (in its CSS box when ``boxed``); hooks must escape their output."""
+    lines = ["|" + "".join(f" {title(c.title)} |" for c in table.columns),
+             "|" + "".join(" ---: |" if c.right else " --- |" for c in table.columns)]
+    lines += ["|" + "".join(f" {cell} |" for cell in row) for row in render_cells(table, hooks)]
+    body = "\n".join(lines)
+    if not boxed:
+        return body
+    return f'<div class="ib-table {table.css}" markdown>\n\n{body}\n\n</div>'
+
+
+def render_rich(table: Table, hooks: Mapping[str, Hook], console: Console, *,
+                styles: Callable[[Column, str], str] = lambda c, v: "") -> None:
+    """The same table in the terminal."""
+    out = RichTable(show_edge=False, header_style="bold", pad_edge=False)
+    for c in table.columns:
+        out.add_column(Text(str(c.title)), justify="right" if c.right else "left", no_wrap=c.kind != "verdict")
+    for row in render_cells(table, hooks):
+        if len(row) == 1 or all(not x for x in row[1:]):
+            out.add_row(Text(row[0], style="bold cyan"))
+            continue
+        out.add_row(*(Text(v, style=styles(c, v)) for c, v in zip(table.columns, row)))
+    console.print(out)
+
 
 FORMATS = ("table", "markdown", "csv", "json")
 UNMATCHED = "unmatched"
@@ -76,42 +143,36 @@ def _spread(median: float, low: float, high: float) -> str:
 # ---------------------------------------------------------------------- comparison
 
 
-def _comparison_grid(c: Comparison) -> tuple[list[str], list[tuple[str, list[list[str]]]], list[str], list[str]]:
-    """Header, (workload, rows) sections, footnotes and trailer lines of a comparison."""
-    header = [
-        "case", "metric", f"baseline: {c.baseline}", f"candidate: {c.candidate}",
-        "ratio", "95% CI", "p (adj.)", "processes", "verdict",
-    ]
+_PLAIN_HOOKS: dict[str, Hook] = {"text": lambda v: "" if v is None else str(v)}
+
+
+def comparison_table(c: Comparison) -> tuple[Table, list[str], list[str]]:
+    """A comparison as one ``Table`` (a heading row per workload), its numbered notes and its trailer lines."""
+    table = Table([Column("case"), Column("metric"), Column(f"baseline: {c.baseline}", right=True),
+                   Column(f"candidate: {c.candidate}", right=True), Column("ratio", right=True),
+                   Column("95% CI", right=True), Column("p (adj.)", right=True), Column("processes", right=True),
+                   Column("verdict", "verdict")])
     notes: list[str] = []
-    sections: list[tuple[str, list[list[str]]]] = []
     for workload, rows in c.rows.groupby("workload", sort=False):
-        cells = []
+        table.rows.append([str(workload)] + [""] * 8)
         for r in rows.itertuples(index=False):
             verdict = r.verdict
             if r.note:
                 if r.note not in notes:
                     notes.append(r.note)
                 verdict += f" [{notes.index(r.note) + 1}]"
-            cells.append(
-                [
-                    r.case_id,
-                    r.metric,
-                    format_value(r.baseline_value, r.unit) + _spread(r.baseline_value, r.baseline_ci_low, r.baseline_ci_high),
-                    format_value(r.candidate_value, r.unit) + _spread(r.candidate_value, r.candidate_ci_low, r.candidate_ci_high),
-                    _ratio(r.ratio),
-                    f"[{_ratio(r.ci_low)[:-1]}, {_ratio(r.ci_high)[:-1]}]" if math.isfinite(r.ci_low) else "–",
-                    _pvalue(r.p_adjusted),
-                    f"{r.n_baseline_units}/{r.n_candidate_units}",
-                    verdict,
-                ]
-            )
-        sections.append((str(workload), cells))
+            table.rows.append([
+                r.case_id, r.metric,
+                format_value(r.baseline_value, r.unit) + _spread(r.baseline_value, r.baseline_ci_low, r.baseline_ci_high),
+                format_value(r.candidate_value, r.unit) + _spread(r.candidate_value, r.candidate_ci_low, r.candidate_ci_high),
+                _ratio(r.ratio),
+                f"[{_ratio(r.ci_low)[:-1]}, {_ratio(r.ci_high)[:-1]}]" if math.isfinite(r.ci_low) else "–",
+                _pvalue(r.p_adjusted), f"{r.n_baseline_units}/{r.n_candidate_units}", verdict,
+            ])
     g = c.geomean
     g_ci = f"[{g.ci_low:.3f}, {g.ci_high:.3f}]" if math.isfinite(g.ci_low) else "–"
-    what = c.geomean_metric or "all metrics"
-    sections.append(
-        ("geomean", [["geomean", what, "", "", _ratio(g.ratio), g_ci, "", "", f"{g.n_cases} case(s)"]])
-    )
+    table.rows.append(["geomean", c.geomean_metric or "all metrics", "", "", _ratio(g.ratio), g_ci, "", "",
+                       f"{g.n_cases} case(s)"])
     counts = ", ".join(f"{n} {v}" for v, n in c.counts.items() if n)
     band = f"±{c.noise:.0%} noise band"
     correction = {"holm": "Holm", "bh": "Benjamini–Hochberg"}[c.correction]
@@ -135,24 +196,14 @@ def _comparison_grid(c: Comparison) -> tuple[list[str], list[tuple[str, list[lis
         for side, items in only.items():
             if items:
                 trailer.append(f"unmatched, measured only in the {side} ({len(items)}): {', '.join(items)}")
-    return header, sections, notes, trailer
+    return table, notes, trailer
 
 
 def render_comparison_table(c: Comparison, console: Console) -> None:
     """Print a comparison as a rich table, grouped by workload (benchstat's layout)."""
-    header, sections, notes, trailer = _comparison_grid(c)
-    table = Table(show_edge=False, header_style="bold", pad_edge=False)
-    for i, h in enumerate(header):
-        table.add_column(Text(h), justify="left" if i in (0, 1, 8) else "right", no_wrap=i != 8)
-    for s, (workload, rows) in enumerate(sections):
-        if s:
-            table.add_section()
-        if workload != "geomean":
-            table.add_row(Text(workload, style="bold cyan"))
-        for row in rows:
-            verdict = row[-1].split(" [")[0]
-            table.add_row(*map(Text, row[:-1]), Text(row[-1], style=_VERDICT_STYLE.get(verdict, "")))
-    console.print(table)
+    table, notes, trailer = comparison_table(c)
+    render_rich(table, _PLAIN_HOOKS, console,
+                styles=lambda col, v: _VERDICT_STYLE.get(v.split(" [")[0], "") if col.kind == "verdict" else "")
     for i, note in enumerate(notes, 1):
         console.print(f"[{i}] {note}", highlight=False, markup=False)
     for line in trailer:
@@ -161,16 +212,12 @@ def render_comparison_table(c: Comparison, console: Console) -> None:
 
 def render_comparison_markdown(c: Comparison) -> str:
     """A comparison as one GitHub-flavoured Markdown table, a bold row per workload."""
-    header, sections, notes, trailer = _comparison_grid(c)
-
-    def row(cells: list[str]) -> str:
-        return "| " + " | ".join(_md_escape(x) for x in cells) + " |"
-
-    lines = [row(header), "|" + "|".join("---" if i in (0, 1, 8) else "--:" for i in range(len(header))) + "|"]
-    for workload, rows in sections:
-        if workload != "geomean":
-            lines.append("| **" + _md_escape(workload) + "** |" + " |" * (len(header) - 1))
-        lines += [row(r) for r in rows]
+    table, notes, trailer = comparison_table(c)
+    workloads = {i for i, row in enumerate(table.rows) if all(x == "" for x in row[1:])}
+    for i in workloads:
+        table.rows[i][0] = f"**{table.rows[i][0]}**"
+    hooks = {"text": lambda v: _md_escape(v) if not str(v).startswith("**") else "**" + _md_escape(str(v)[2:-2]) + "**"}
+    lines = [render_markdown(table, hooks, boxed=False).replace("| --- | --- |", "|---|---|", 0)]
     lines.append("")
     lines += [f"[{i}] {_md_escape(n)}  " for i, n in enumerate(notes, 1)]
     lines += [_md_escape(t) + "  " for t in trailer]
@@ -270,9 +317,8 @@ def render_runs_table(archive: Archive, console: Console) -> None:
     if archive.runs.empty:
         console.print(f"No valid runs under {archive.root}.", highlight=False, markup=False)
     else:
-        table = Table(show_edge=False, header_style="bold", pad_edge=False)
-        for name in ("label", "run id", "date (UTC)", "status", "device", "torch", "CUDA", "cases ok/failed/total"):
-            table.add_column(name, no_wrap=True)
+        table = Table([Column(name) for name in ("label", "run id", "date (UTC)", "status", "device", "torch", "CUDA",
+                                                  "cases ok/failed/total")])
         for r in archive.runs.itertuples(index=False):
             date = "–" if pd.isna(r.started_at) else r.started_at.strftime("%Y-%m-%d %H:%M")
             device = " ".join(str(x) for x in (r.device_type, r.device_name) if x)
@@ -280,8 +326,8 @@ def render_runs_table(archive: Archive, console: Console) -> None:
                 r.label, r.run_id, date, r.status or "–", device or "–", r.torch or "–", r.cuda or "–",
                 f"{r.cases_ok}/{r.cases_failed}/{r.cases_total}",
             )
-            table.add_row(*(Text(str(x)) for x in cells))
-        console.print(table)
+            table.rows.append([str(x) for x in cells])
+        render_rich(table, _PLAIN_HOOKS, console)
         labels = archive.labels()
         console.print(f"{len(archive.runs)} run(s) under {len(labels)} label(s) in {archive.root}.", highlight=False, markup=False)
     render_problems(archive, console)

@@ -1,41 +1,28 @@
-"""The shapes pages are rendered from: tables, charts, links, and the small helpers that fill them.
+"""Views: what a page shows, arranged from computed data into tables, charts and links.
 
-A page's view is plain data: every number in it comes from reporter.compare or
-reporter.stats (or is a unit conversion of one, such as TFLOP/s from FLOPs and a median
-time), every string from a run is kept as it is (templates escape it), and every
-user-facing word comes from reporter/i18n through ``Messages``. Templates only format.
+A view only arranges: every number comes from ``ArticleData`` (reporter.article) or
+reporter.compare/stats, every word from the message catalogues, and every table is a
+``reporter.tables.Table`` whose cells the format hooks of reporter.render turn into text.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
-import re
-from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Mapping
 
-from markupsafe import Markup
+from collector.vocabulary import OTHER_FAMILY, Verdict
+from reporter.article_data import ArticleData, Block, CaseRow, ChartData, DerivedTable
+from reporter.charts import chart_lines, chart_ratios
+from reporter.paths import relpath
+from reporter.notes import note_text
+from reporter.render import Messages
+from reporter.tables import Column, Table
 
-from collector.schema import is_valid_run_id
-
-_SAFE_SLUG = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
-
-
-@dataclass
-class Column:
-    """A table column: its heading, how its cells are formatted (see macros.md.j2), alignment."""
-
-    title: Markup | str
-    fmt: str = "text"
-    right: bool = False
-
-
-@dataclass
-class TableView:
-    """A table: columns and rows of raw values (one per column)."""
-
-    columns: list[Column]
-    rows: list[list[Any]] = field(default_factory=list)
+RAW_FILES = ("environment.parquet", "cases.parquet", "samples.parquet")
+VERDICT_MARK = {Verdict.BETTER: "▲ ", Verdict.WORSE: "▼ "}
+VERDICT_KEY = {Verdict.BETTER: "better", Verdict.WORSE: "worse", Verdict.SAME: "same", Verdict.NO_RATIO: "inconclusive",
+               Verdict.TOO_FEW: "too_few", Verdict.CHANGED: "changed", Verdict.UNCHANGED: "unchanged"}
+SUPERSCRIPTS = str.maketrans("0123456789", "⁰¹²³⁴⁵⁶⁷⁸⁹")
 
 
 @dataclass
@@ -48,7 +35,7 @@ class ChartView:
 
     title: str
     spec: dict[str, Any]
-    table: TableView | None  # None: the tables right after the chart hold its data
+    table: Table | None  # None: the tables right after the chart hold its data
     ident: str
     href: str | None = None
 
@@ -79,9 +66,6 @@ class WorkloadInfo:
         return (self.method_zh if lang == "zh" else "") or self.method
 
 
-OTHER_FAMILY = "other"
-
-
 def load_workloads() -> dict[str, WorkloadInfo]:
     """The collector's workload registry as ``WorkloadInfo`` (importing it needs no torch)."""
     from collector.workloads import registry
@@ -97,64 +81,222 @@ def family_of(workload: str, workloads: Mapping[str, WorkloadInfo]) -> str:
     return info.family if info else OTHER_FAMILY
 
 
-def slug(text: str) -> str:
-    """A file name for ``text``: itself when already safe, else a sanitised form plus a short hash."""
-    if _SAFE_SLUG.fullmatch(text) and not text.endswith("."):
-        return text
-    cleaned = re.sub(r"\.{2,}", ".", re.sub(r"[^A-Za-z0-9._-]+", "-", text)).strip("._-")[:60] or "x"
-    return f"{cleaned}-{hashlib.sha256(text.encode()).hexdigest()[:8]}"
+def col(t: Messages, key: str, kind: str = "text", right: bool = False, **values: Any) -> Column:
+    return Column(t.plain(f"col.{key}", **values), kind, right)
 
 
-def run_slug(run_id: str) -> str:
-    return run_id if is_valid_run_id(run_id) else slug(run_id)
+def verdict_word(t: Messages, verdict: Verdict) -> str:
+    return VERDICT_MARK.get(verdict, "") + t.plain(f"verdict.{VERDICT_KEY[verdict]}")
 
 
-def params_label(params: str | Mapping[str, Any] | None) -> str:
-    """Case parameters as ``n=1024, dtype=bf16`` (the stored JSON, made readable)."""
-    if params is None:
-        return ""
-    if isinstance(params, str):
-        try:
-            params = json.loads(params)
-        except ValueError:
-            return params
-    if not isinstance(params, Mapping):
-        return str(params)
-    return ", ".join(f"{k}={_param_value(v)}" for k, v in params.items())
+# ---- the article ----------------------------------------------------------------------------------
 
 
-def _param_value(v: Any) -> str:
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    return str(v)
+class ArticleView:
+    """``ArticleData`` arranged for the article template: tables, charts, footnotes, headline phrases."""
+
+    def __init__(self, data: ArticleData, t: Messages) -> None:
+        self.a = data
+        self.t = t
+        self.notes: dict[str, int] = {}
+        # Every chart, numbered in page order, before the page renders: the build gives each its SVG file.
+        self.chart_views: list[ChartView] = []
+        self._by_data: dict[int, ChartView] = {}
+        for section in data.sections:
+            for c in (section.chart, *(c for b in section.blocks for c in b.charts)):
+                if c is not None:
+                    view = self._make_chart(c, len(self.chart_views) + 1)
+                    self.chart_views.append(view)
+                    self._by_data[id(c)] = view
+
+    def chart(self, data: ChartData | None) -> ChartView | None:
+        return None if data is None else self._by_data[id(data)]
+
+    def _make_chart(self, data: ChartData, number: int) -> ChartView:
+        t = self.t
+        if data.kind == "ratios":
+            names = {v.value: t.plain(f"verdict.{k}") for v, k in VERDICT_KEY.items()}
+            spec = chart_ratios(list(data.points), x_title=data.x_title, verdict_names=names)
+            return ChartView(data.title, spec, None, f"c{number:03d}")
+        spec = chart_lines(list(data.points), x_title=data.x_title, y_title=data.y_title, log_x=data.log_x, log_y=data.log_y)
+        table = Table([Column(data.x_title), col(t, "series"), col(t, "median", "value", True),
+                       col(t, "ci", "markup", True)], css="ib-details")
+        table.rows = [[str(p["x"]), p["series"], (p["y"], data.unit), _ci_text(((p["y_low"], p["y_high"]), data.unit))]
+                      for p in data.points]
+        return ChartView(data.title, spec, table, f"c{number:03d}")
+
+    def footnote(self, row: CaseRow) -> str:
+        """The superscript numbers of a row's notes (one number per distinct note text on the page)."""
+        marks = []
+        for text in self.note_texts(row):
+            if text not in self.notes:
+                self.notes[text] = len(self.notes) + 1
+            marks.append(str(self.notes[text]).translate(SUPERSCRIPTS))
+        return "".join(marks)
+
+    def note_texts(self, row: CaseRow) -> list[str]:
+        return [note_text(n, self.t.lang) for n in row.notes]
+
+    def main_table(self, block: Block) -> Table:
+        """At most six columns: case, baseline, candidate, ratio [CI], verdict, % of peak (where known)."""
+        t = self.t
+        columns = [col(t, "case"), col(t, "baseline", "value", True), col(t, "candidate", "value", True),
+                   col(t, "ratio_ci", "ratio_ci", True), col(t, "verdict")]
+        if block.has_peak:
+            columns.append(col(t, "peak", "peak", True))
+        table = Table(columns, css="ib-main")
+        for r in block.main_rows:
+            cells: list[Any] = [r.label, (r.baseline.value, r.unit), (r.candidate.value, r.unit), r.ratio,
+                                verdict_word(t, r.verdict) + self.footnote(r)]
+            if block.has_peak:
+                cells.append(r.rates if r.metric in ("time", "latency") else None)
+            table.rows.append(cells)
+        return table
+
+    def details_table(self, block: Block) -> Table:
+        """Everything else about every row: medians with CIs, percentiles, rates, p, processes, MDE."""
+        t = self.t
+        columns = [col(t, "case"), col(t, "metric"), col(t, "baseline_ci", "value_ci", True),
+                   col(t, "candidate_ci", "value_ci", True)]
+        if block.has_latency:
+            columns += [col(t, "p95_p99", "markup", True)]
+        has_rate = any(x is not None for r in block.rows for x in r.rates)
+        if has_rate:
+            columns += [col(t, "rate_baseline", "rate", True), col(t, "rate_candidate", "rate", True)]
+        columns += [col(t, "ratio_ci", "ratio_ci", True), col(t, "p_adjusted", "pvalue", True),
+                    col(t, "processes", right=True), col(t, "mde", "percent", True), col(t, "note")]
+        table = Table(columns, css="ib-details")
+        for r in block.rows:
+            cells: list[Any] = [r.label, t.plain(f"metric.{r.metric}") if t.has(f"metric.{r.metric}") else r.metric,
+                                (r.baseline, r.unit), (r.candidate, r.unit)]
+            if block.has_latency:
+                cells.append(_percentiles_text(r))
+            if has_rate:
+                cells += [r.rates[0], r.rates[1]]
+            cells += [r.ratio, r.p_adjusted, f"{r.n_units[0]} / {r.n_units[1]}", r.mde,
+                      "; ".join(self.note_texts(r)) or None]
+            table.rows.append(cells)
+        return table
+
+    def derived_table(self, d: DerivedTable) -> Table:
+        t = self.t
+        columns = [col(t, "case"), col(t, "baseline", "derived", True), col(t, "candidate", "derived", True)]
+        has_detail = any(r.detail for r in d.rows)
+        if has_detail:
+            columns.append(col(t, "note"))
+        table = Table(columns, css="ib-main")
+        for r in d.rows:
+            table.rows.append([r.label, (r.baseline, r.unit), (r.candidate, r.unit)] + ([r.detail] if has_detail else []))
+        return table
+
+    def best_table(self, rows: tuple[CaseRow, ...]) -> Table:
+        t = self.t
+        table = Table([col(t, "case"), col(t, "ratio_ci", "ratio_ci", True), col(t, "change", "markup", True)],
+                      css="ib-main")
+        for r in rows:
+            table.rows.append([r.full_label, r.ratio, self.change(r)])
+        return table
+
+    def change(self, r: CaseRow) -> str:
+        """The change a reader understands: '84% faster', '217× faster', '12% less memory'."""
+        return change_phrase(self.t, r.ratio.value, r.unit, r.better, self.a.headline.cross_device)
+
+    def change_ci(self, r: CaseRow) -> str:
+        lo = change_phrase(self.t, r.ratio.low, r.unit, r.better, self.a.headline.cross_device, bare=True)
+        hi = change_phrase(self.t, r.ratio.high, r.unit, r.better, self.a.headline.cross_device, bare=True)
+        return f"{lo} – {hi}"
+
+    def stacks_table(self) -> Table:
+        t = self.t
+        table = Table([col(t, "item"), col(t, "baseline"), col(t, "candidate"), col(t, "changed")], css="ib-wide")
+        for s in self.a.stacks:
+            table.rows.append([t.plain(f"stack.{s.name}"), s.baseline, s.candidate, "≠" if s.changed else None])
+        return table
+
+    def changes_table(self) -> Table:
+        t = self.t
+        table = Table([col(t, "key", "code"), col(t, "baseline"), col(t, "candidate")], css="ib-wide")
+        table.rows = [list(c) for c in self.a.changes]
+        return table
+
+    def policy_table(self) -> Table:
+        t = self.t
+        table = Table([col(t, "suite"), col(t, "warmup"), col(t, "samples_range", right=True), col(t, "block", right=True),
+                       col(t, "target_ci", "percent", True), col(t, "budget", right=True)], css="ib-wide")
+        for p in self.a.method.policy:
+            table.rows.append([p.suite, f"≥ {p.warmup_s:g} s, ≥ {p.min_warmup}×", f"{p.min_samples}–{p.max_samples}",
+                               f"≥ {p.min_block_s * 1e3:g} ms", p.target_rel_ci, f"{p.budget_s:g} s"])
+        return table
+
+    def runs_table(self) -> Table:
+        t = self.t
+        table = Table([col(t, "side"), col(t, "run", "link"), col(t, "started"), col(t, "status"),
+                       col(t, "cases_ok", right=True), col(t, "cases_failed", right=True),
+                       col(t, "cases_skipped", right=True)], css="ib-wide")
+        for r in self.a.runs:
+            table.rows.append([t.plain(f"side.{r.role}"), Link(r.run_id, relpath(self.a.page, r.page)), r.started,
+                               t.plain(f"run_status.{r.status}") if t.has(f"run_status.{r.status}") else r.status,
+                               str(r.cases_ok), str(r.cases_failed), str(r.cases_skipped)])
+        return table
+
+    def raw_table(self) -> Table:
+        t = self.t
+        table = Table([col(t, "side"), col(t, "run", "link"), col(t, "file_environment", "link"),
+                       col(t, "file_cases", "link"), col(t, "file_samples", "link")], css="ib-wide")
+        for r in self.a.runs:
+            folder = r.page.rsplit("/", 1)[0]
+            files = [Link(name, relpath(self.a.page, f"{folder}/{name}")) for name in RAW_FILES]
+            table.rows.append([t.plain(f"side.{r.role}"), Link(r.run_id, relpath(self.a.page, r.page)), *files])
+        return table
+
+    def numerics_table(self, rows: Any) -> Table:
+        t = self.t
+        table = Table([col(t, "case"), col(t, "metric"), col(t, "baseline", "exact", True),
+                       col(t, "candidate", "exact", True), col(t, "rel_diff", "reldiff", True)], css="ib-main")
+        for r in rows:
+            table.rows.append([r.label, t.plain(f"metric.{r.metric}") if t.has(f"metric.{r.metric}") else r.metric,
+                               r.baseline, r.candidate, (r.identical, r.rel_diff, t.plain("article.identical"))])
+        return table
 
 
-def params_dict(params: str | None) -> dict[str, Any]:
-    try:
-        value = json.loads(params or "{}")
-    except ValueError:
-        return {}
-    return value if isinstance(value, dict) else {}
+def change_phrase(t: Messages, ratio: float, unit: str, better: str, cross_device: bool, *, bare: bool = False) -> str:
+    """A ratio (> 1: candidate better) as a change of the candidate: faster/slower, less/more memory, higher/lower.
+
+    Ratios of 1.5 and beyond, and every ratio of a cross-device article, read as factors
+    ("217× faster") rather than percentages past 100%.
+    """
+    import math
+
+    if ratio is None or not math.isfinite(ratio) or ratio <= 0:
+        return "—"
+    up = ratio >= 1
+    factor = ratio if up else 1 / ratio
+    as_factor = cross_device or factor >= 1.5
+    amount = f"{factor:.3g}×" if as_factor else f"{(factor - 1) * 100:.1f}%"
+    if bare:
+        return amount
+    if unit == "s":
+        key = "faster" if up else "slower"
+    elif unit == "bytes":
+        key = "less_memory" if up else "more_memory"
+        if not as_factor:  # memory changes read as the share of the baseline's memory
+            amount = f"{(1 - 1 / ratio) * 100:.1f}%" if up else f"{(1 / ratio - 1) * 100:.1f}%"
+    else:
+        key = "higher" if up else "lower"
+    return t.plain(f"change.{key}", amount=amount)
 
 
-def distinct(values: Iterable[Any]) -> list[str]:
-    """Distinct non-empty values as strings, in first-seen order."""
-    out: list[str] = []
-    for v in values:
-        if v is None or (isinstance(v, float) and v != v):
-            continue
-        s = str(v)
-        if s and s not in out:
-            out.append(s)
-    return out
+def _ci_text(value: Any) -> str:
+    from reporter.render import fmt_value
+
+    (lo, hi), unit = value
+    return f"[{fmt_value(lo, unit)}, {fmt_value(hi, unit)}]"
 
 
-def joined(values: Sequence[str]) -> str | None:
-    return ", ".join(values) if values else None
+def _percentiles_text(r: CaseRow) -> str | None:
+    from reporter.render import fmt_seconds
 
-
-def relpath(from_page: str, to: str) -> str:
-    """The link from the page at ``from_page`` to ``to`` (both relative to the site root)."""
-    import posixpath
-
-    return posixpath.relpath(to, posixpath.dirname(from_page) or ".")
+    parts = []
+    for p in r.latency:
+        parts.append(f"{fmt_seconds(p.p95)} / {fmt_seconds(p.p99)}" if p else "—")
+    return None if all(p == "—" for p in parts) else " → ".join(parts)

@@ -17,19 +17,8 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
 from collector.schema import case_id_for
-
-# Article sections a workload belongs to, in the order articles present them.
-FAMILIES = (
-    "basic",  # matmul, conv, memory ops
-    "training",  # end-to-end training steps
-    "compile",  # torch.compile
-    "amp",  # mixed precision
-    "data",  # data loading
-    "multigpu",  # DataParallel, DDP
-    "inference",  # latency, concurrency
-    "memory",  # allocator, largest batch, checkpointing
-    "numerics",  # numerical drift
-)
+# The families (article sections) live in the shared vocabulary beside the schema.
+from collector.vocabulary import FAMILIES
 
 
 @dataclass(frozen=True)

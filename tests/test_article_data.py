@@ -1,0 +1,81 @@
+"""compute_article on the golden runs: the numbers and labels of ArticleData, with no Markdown involved."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import sys
+from pathlib import Path
+
+import pytest
+
+from collector.vocabulary import Verdict, format_cudnn_version
+from reporter.article import compute_article
+from reporter.compare import compare_labels
+from reporter.config import ComparisonSpec
+from reporter.load import load_archive
+from reporter.messages import catalogue
+from reporter.views import change_phrase
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests" / "data"))
+from make_golden_runs import GOLDEN_WORKLOADS  # noqa: E402
+
+FAMILIES = {name: info["family"] for name, info in GOLDEN_WORKLOADS.items()}
+
+
+@pytest.fixture(scope="module")
+def article():
+    archive = load_archive(ROOT / "tests" / "data" / "golden_runs")
+    spec = ComparisonSpec("golden-2.8.0", "golden-2.9.0")
+    return compute_article(archive, spec, families=FAMILIES), compare_labels(archive, spec.baseline, spec.candidate)
+
+
+def test_article_data_is_frozen(article) -> None:
+    data, _ = article
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        data.title = "x"  # type: ignore[misc]
+
+
+def test_rows_carry_compare_numbers_and_human_labels(article) -> None:
+    data, c = article
+    rows = [r for s in data.sections for b in s.blocks for r in b.rows]
+    by_key = {(r.case_id, r.metric): r for r in rows}
+    for rec in c.rows.itertuples():
+        if rec.metric == "wall_time":
+            assert (rec.case_id, rec.metric) not in by_key
+            continue
+        r = by_key[(rec.case_id, rec.metric)]
+        assert r.verdict is Verdict(rec.verdict)
+        assert r.ratio.value == pytest.approx(rec.ratio, nan_ok=True)
+    matmul = [r for r in rows if r.workload == "matmul"]
+    assert matmul and all("=" not in r.label and "³" in r.label for r in matmul)
+
+
+def test_headline_names_the_largest_significant_change_per_family(article) -> None:
+    data, _ = article
+    rows = [r for s in data.sections for b in s.blocks for r in b.main_rows]
+    for f in data.headline.families:
+        calls = [r for r in rows if r.family == f.family and r.verdict.is_call]
+        assert f.n_significant == len(calls)
+        if calls:
+            largest = max(abs(math.log(r.ratio.value)) for r in calls)
+            assert abs(math.log(f.changes[0].ratio.value)) == pytest.approx(largest)
+        else:
+            assert f.changes == ()
+
+
+def test_sections_hold_only_what_ran_and_the_rest_is_listed(article) -> None:
+    data, _ = article
+    assert all(s.blocks or s.numerics for s in data.sections)
+    assert [s.number for s in data.sections] == list(range(2, 2 + len(data.sections)))
+    for n in data.not_measured:
+        assert n.reason in catalogue("en").raw("not_measured")
+
+
+def test_cudnn_versions_and_cross_device_phrasing() -> None:
+    assert format_cudnn_version("92400") == "9.24.0" and format_cudnn_version("8902") == "8.9.2"
+    t = catalogue("en")
+    assert change_phrase(t, 667.97, "s", "lower", True) == "668× faster"
+    assert change_phrase(t, 1.092, "s", "lower", False) == "9.2% faster"
+    assert change_phrase(t, 0.5, "s", "lower", False) == "2× slower"
