@@ -35,6 +35,7 @@ import pyarrow as pa
 
 from collector import __version__
 from collector.archive import ArchiveError, RunWriter
+from collector.redact import redact_entry
 from collector.schema import (
     CASES_FILE,
     ENVIRONMENT_FILE,
@@ -681,7 +682,8 @@ def environment_rows(planned: Planned, status: str) -> list[EnvironmentEntry]:
     if status != RUN_RUNNING:
         entries["finished_at"] = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
     rows += [EnvironmentEntry("run", k, v) for k, v in sorted(entries.items())]
-    return rows
+    # Redacted where recorded: the fingerprint came from a worker, the run entries from flags.
+    return [EnvironmentEntry(e.section, e.key, redact_entry(e.section, e.key, e.value)) for e in rows]
 
 
 def load_existing(folder: Path) -> tuple[list[EnvironmentEntry], list[CaseRecord], list[SampleRecord]]:

@@ -20,6 +20,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from collector.archive import ArchiveError, read_table
+from collector.redact import redact_entry
 from collector.schema import (
     CASES_FILE,
     METRICS,
@@ -261,13 +262,25 @@ def _read_run(label: str, folder: Path) -> _RunTables | Problem:
             table = table.select(schema.names).cast(schema).replace_schema_metadata(None)
         except (pa.ArrowException, ValueError) as e:  # validated, so unexpected: still one line, not a crash
             return Problem(str(path), f"cannot convert to the schema ({e})")
-        raw[kind] = table
+        raw[kind] = _redact_environment(table) if kind == ENVIRONMENT_FILE else table
     problem, warnings = _check_run(folder, raw)
     if problem is not None:
         return problem
     for kind, table in raw.items():
         tables[kind] = _encode(table, _CATEGORICAL[kind])
     return _RunTables(label, folder.name, folder, tables, warnings)
+
+
+def _redact_environment(table: pa.Table) -> pa.Table:
+    """The environment with ``collector.redact`` applied again, so every view shows redacted
+    values even for runs recorded before the collector redacted that form."""
+    values = table.column("value").to_pylist()
+    redacted = [redact_entry(s, k, v) if v else v for s, k, v in zip(table.column("section").to_pylist(),
+                                                                     table.column("key").to_pylist(), values)]
+    if redacted == values:
+        return table
+    i = table.schema.get_field_index("value")
+    return table.set_column(i, table.schema.field(i), pa.array(redacted, type=table.schema.field(i).type))
 
 
 def _check_run(folder: Path, tables: dict[str, pa.Table]) -> tuple[Problem | None, list[Problem]]:
