@@ -23,6 +23,7 @@ from collector.schema import METRICS
 from reporter.compare import Comparison
 from reporter.load import Archive
 from reporter.stats import VERDICT_BETTER, VERDICT_INCONCLUSIVE, VERDICT_WORSE
+from reporter.terminal import inert
 
 FORMATS = ("table", "markdown", "csv", "json")
 UNMATCHED = "unmatched"
@@ -133,20 +134,20 @@ def render_comparison_table(c: Comparison, console: Console) -> None:
     header, sections, notes, trailer = _comparison_grid(c)
     table = Table(show_edge=False, header_style="bold", pad_edge=False)
     for i, h in enumerate(header):
-        table.add_column(Text(h), justify="left" if i in (0, 1, 8) else "right", no_wrap=i != 8)
+        table.add_column(Text(inert(h)), justify="left" if i in (0, 1, 8) else "right", no_wrap=i != 8)
     for s, (workload, rows) in enumerate(sections):
         if s:
             table.add_section()
         if workload != "geomean":
-            table.add_row(Text(workload, style="bold cyan"))
+            table.add_row(Text(inert(workload), style="bold cyan"))
         for row in rows:
             verdict = row[-1].split(" [")[0]
-            table.add_row(*map(Text, row[:-1]), Text(row[-1], style=_VERDICT_STYLE.get(verdict, "")))
+            table.add_row(*(Text(inert(x)) for x in row[:-1]), Text(inert(row[-1]), style=_VERDICT_STYLE.get(verdict, "")))
     console.print(table)
     for i, note in enumerate(notes, 1):
-        console.print(f"[{i}] {note}", highlight=False, markup=False)
+        console.print(inert(f"[{i}] {note}"), highlight=False, markup=False)
     for line in trailer:
-        console.print(line, highlight=False, markup=False)
+        console.print(inert(line), highlight=False, markup=False)
 
 
 def render_comparison_markdown(c: Comparison) -> str:
@@ -249,7 +250,7 @@ def runs_records(archive: Archive) -> list[dict[str, Any]]:
 def render_runs_table(archive: Archive, console: Console) -> None:
     """Print the archive's runs as a table, then every validation problem."""
     if archive.runs.empty:
-        console.print(f"No valid runs under {archive.root}.", highlight=False, markup=False)
+        console.print(inert(f"No valid runs under {archive.root}."), highlight=False, markup=False)
     else:
         table = Table(show_edge=False, header_style="bold", pad_edge=False)
         for name in ("label", "run id", "date (UTC)", "status", "device", "torch", "CUDA", "cases ok/failed/total"):
@@ -261,18 +262,19 @@ def render_runs_table(archive: Archive, console: Console) -> None:
                 r.label, r.run_id, date, r.status or "–", device or "–", r.torch or "–", r.cuda or "–",
                 f"{r.cases_ok}/{r.cases_failed}/{r.cases_total}",
             )
-            table.add_row(*(Text(str(x)) for x in cells))
+            table.add_row(*(Text(inert(x)) for x in cells))
         console.print(table)
         labels = archive.labels()
-        console.print(f"{len(archive.runs)} run(s) under {len(labels)} label(s) in {archive.root}.", highlight=False, markup=False)
+        console.print(inert(f"{len(archive.runs)} run(s) under {len(labels)} label(s) in {archive.root}."), highlight=False, markup=False)
     render_problems(archive, console)
 
 
 def render_problems(archive: Archive, console: Console) -> None:
-    """List the runs that were skipped while loading, one line each."""
+    """List what could not be read while loading (a run, a file, some attempts), one line each."""
     if not archive.problems:
         return
-    console.print(f"{len(archive.problems)} problem(s); these runs were skipped:", highlight=False, markup=False, style="yellow")
+    console.print(f"{len(archive.problems)} problem(s) reading the archive; each says what was left out:", highlight=False, markup=False,
+                  style="yellow")
     for p in archive.problems:
-        console.print(f"  {p.path}: {p.reason}", highlight=False, markup=False)
+        console.print(inert(f"  {p.path}: {p.reason}"), highlight=False, markup=False)
 
