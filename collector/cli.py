@@ -17,6 +17,7 @@ from typing import Any, NoReturn, Sequence
 
 from collector import __version__
 from collector.options import folder_path, positive_float, positive_int
+from collector.terminal import inert
 
 EXIT_USAGE = 2
 EXIT_SIGINT = 130
@@ -129,7 +130,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     except ArchiveError as e:  # the disk failed part-way: say what is kept and how to go on
         raise CLIError(str(e) + _resume_hint(started)) from None
     except Interrupted as e:
-        print(f"collector: interrupted by {e}; {_what_exists(started)}", file=sys.stderr)
+        print(inert(f"collector: interrupted by {e}; {_what_exists(started)}"), file=sys.stderr)
         return EXIT_SIGINT if e.signum == signal.SIGINT else EXIT_SIGTERM
     _print_summary(planned)
     for p in planned:
@@ -156,7 +157,7 @@ def _check_resume_flags(args: argparse.Namespace, folder: Path) -> None:
         raise CLIError(f"--resume {args.resume}: {'; '.join(conflicts)}; a resumed run keeps its recorded settings "
                        "(drop the flag, or start a new run)")
     for note in notes:
-        print(f"collector: note: {note}", file=sys.stderr)
+        print(inert(f"collector: note: {note}"), file=sys.stderr)
 
 
 def _what_exists(planned: list[Any]) -> str:
@@ -193,16 +194,17 @@ def _print_summary(planned: list[Any]) -> None:
                 shown = f"{metric} {_fmt(sorted(values)[len(values) // 2], unit)}"
             else:
                 shown = row["error"] or ""
-            rows.append((p.writer.label, row["case"], statuses, shown))
+            rows.append(tuple(inert(x) for x in (p.writer.label, row["case"], statuses, shown)))
     try:
         from rich.console import Console
         from rich.table import Table
+        from rich.text import Text
 
         table = Table(title="recorded (medians over all processes; statistics come from `reporter`)")
         for col in ("label", "case", "status", "median"):
             table.add_column(col, overflow="fold")
         for r in rows:
-            table.add_row(*r)
+            table.add_row(*map(Text, r))  # values as text: "[bold]" in a case id is not markup
         Console().print(table)
     except ImportError:
         for r in rows:
@@ -255,9 +257,9 @@ def cmd_fingerprint(args: argparse.Namespace) -> int:
     for e in entries:
         if e.section != section:
             section = e.section
-            print(f"[{section}]")
+            print(inert(f"[{section}]"))
         value = e.value if "\n" not in e.value else e.value.splitlines()[0] + " ..."
-        print(f"  {e.key} = {value}")
+        print(inert(f"  {e.key} = {value}"))
     return 0
 
 
@@ -270,7 +272,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return handlers[args.command](args)
     except (CLIError, ArchiveError) as e:
-        print(f"collector: error: {e}", file=sys.stderr)
+        print(f"collector: error: {inert(e, keep_newlines=True)}", file=sys.stderr)
         return EXIT_USAGE
 
 

@@ -476,3 +476,22 @@ def test_an_interruption_names_each_run_folder_and_what_it_holds(tmp_path: Path)
     text = _what_exists([_Planned(a, []), _Planned(b, ["ok", "failed", "interrupted"])])
     assert f"{a} holds 0 finished attempt(s)" in text and f"{b} holds 2 finished attempt(s)" in text
     assert f"collector run --resume {a}" in text and f"collector run --resume {b}" in text
+
+
+def test_the_collector_prints_recorded_values_inert(capsys: pytest.CaptureFixture[str]) -> None:
+    from collector.cli import _print_summary
+    from collector.schema import CaseRecord
+
+    class _Writer:
+        label = "lab\x1b]0;title\x07el"
+
+    class _Planned:
+        writer = _Writer()
+        records = [CaseRecord("c[x=\x1b[2J]", "w", "{}", 0, "failed", "boom \x1b[31mred\u202e", "none", "cpu", 0.0, 0.0,
+                              None, None, None, None)]
+        samples: list = []
+
+    _print_summary([_Planned()])
+    out = capsys.readouterr().out
+    assert not any(unicodedata.category(c) == "Cc" and c != "\n" for c in out) and "\u202e" not in out, repr(out)
+    assert "\\x1b" in out
