@@ -116,9 +116,9 @@ def publish_site(public: Path | str, build: Callable[[Path], None]) -> None:
     ``build`` writes the whole site into the folder it is given (MkDocs). If it raises, the
     new folder is deleted and ``public`` is left as it was.
     """
-    public = Path(public)
-    check_public(public)
-    parent = _resolved(public).parent
+    check_public(Path(public))
+    public = _resolved(public)  # a name to swap: "public", never "." or ".."
+    parent = public.parent
     try:
         parent.mkdir(parents=True, exist_ok=True)
         staging = Path(tempfile.mkdtemp(prefix=f".{public.name or 'public'}.", suffix=".new", dir=parent))
@@ -138,7 +138,7 @@ def publish_site(public: Path | str, build: Callable[[Path], None]) -> None:
 
 def _swap_in(staging: Path, public: Path) -> None:
     """Put ``staging`` where ``public`` is; delete the previous site (it carries the marker)."""
-    target = _resolved(public.parent) / public.name
+    target = public
     if not target.exists():
         os.rename(staging, target)
         return
