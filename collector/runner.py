@@ -919,6 +919,8 @@ def execute(
 
 def _lock(folder: Path, locks: list[RunLock]) -> None:
     """Take ``folder``'s lock (appended to ``locks``); a live owner is a ``RunError``."""
+    if not (Path(folder) / ENVIRONMENT_FILE).is_file():
+        return  # not a run folder: resuming it says so, and nothing is written there
     lock = RunLock(Path(folder))
     try:
         note = lock.acquire()
