@@ -118,6 +118,7 @@ class RunWriter:
         slug = sanitize_label(label)
         base = Path(out) / slug
         check_writable(Path(out))
+        _refuse_symlink(base, Path(out))
         try:
             base.mkdir(parents=True, exist_ok=True)
         except OSError as e:
@@ -169,6 +170,8 @@ class RunWriter:
         Temporary files a killed writer left behind (``.<file>.<random>.tmp``) are removed.
         """
         folder = Path(folder)
+        _refuse_symlink(folder, folder.parent.parent)
+        _refuse_symlink(folder.parent, folder.parent.parent)
         env_path = folder / ENVIRONMENT_FILE
         if not env_path.is_file():
             raise ArchiveError(f"{folder} is not a run folder: {ENVIRONMENT_FILE} is missing")
@@ -202,6 +205,12 @@ class RunWriter:
         # not yet written, which a resume re-measures, never a case row without samples.
         self.write(SAMPLES_FILE, samples)
         self.write(CASES_FILE, cases)
+
+
+def _refuse_symlink(path: Path, archive: Path) -> None:
+    """A label or run folder that is a symbolic link would let writes land outside the archive."""
+    if path.is_symlink():
+        raise ArchiveError(f"{path} is a symbolic link; a label or run folder must be a real folder inside {archive}")
 
 
 # No string the collector writes comes near this (error texts are cut at 8 kB); a larger

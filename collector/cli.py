@@ -13,9 +13,11 @@ import shlex
 import signal
 import sys
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, NoReturn, Sequence
 
 from collector import __version__
+from collector.options import folder_path, positive_float, positive_int
+from collector.terminal import inert
 
 EXIT_USAGE = 2
 EXIT_SIGINT = 130
@@ -26,8 +28,16 @@ class CLIError(Exception):
     """Bad input: printed as one line, exit code 2."""
 
 
+class OneLineParser(argparse.ArgumentParser):
+    """argparse whose errors are one line naming the flag (no usage block), exit code 2."""
+
+    def error(self, message: str) -> NoReturn:
+        message = " ".join(message.split()).removeprefix("argument ")  # "--processes: must be ..."
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="collector", description="Record benchmark runs of this PyTorch stack.")
+    parser = OneLineParser(prog="collector", description="Record benchmark runs of this PyTorch stack.")
     parser.add_argument("--version", action="version", version=f"imagebench collector {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
 
@@ -36,15 +46,15 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--label", action="append", default=[], help="label the run is filed under (default: torch-<version>-<cuda|cpu>); one per --python")
     run.add_argument("--python", action="append", default=[], help="run the suite under this interpreter (another venv or image's Python); repeatable")
     run.add_argument("--interleave", action="store_true", help="with several --python stacks, alternate cases between them (A B A B ...)")
-    run.add_argument("--out", default="runs", help="archive folder (default: runs)")
-    run.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"], help="device to measure (default: auto)")
+    run.add_argument("--out", type=folder_path, help="archive folder (default: runs)")
+    run.add_argument("--device", choices=["auto", "cpu", "cuda"], help="device to measure (default: auto)")
     run.add_argument("--only", action="append", default=[], metavar="PATTERN", help="only this workload, or cases whose id matches a glob (e.g. 'matmul*n=4096*'); repeatable")
-    run.add_argument("--processes", type=int, default=3, help="independent worker processes per case (default: 3)")
+    run.add_argument("--processes", type=positive_int, help="independent worker processes per case (default: 3)")
     run.add_argument("--image", default=os.environ.get("IMAGEBENCH_IMAGE"), help="name of the image under test (default: $IMAGEBENCH_IMAGE)")
-    run.add_argument("--time-budget", type=float, help="seconds of sampling per case and process before stopping (default: the suite's)")
-    run.add_argument("--case-timeout", type=float, help="seconds after which a case is killed and recorded as timeout (default: the workload's)")
-    run.add_argument("--data-dir", help="folder with real datasets in torchvision's format (never downloaded)")
-    run.add_argument("--resume", metavar="RUN_DIR", help="finish an interrupted run: run only its missing cases, same run id")
+    run.add_argument("--time-budget", type=positive_float, help="seconds of sampling per case and process before stopping (default: the suite's)")
+    run.add_argument("--case-timeout", type=positive_float, help="seconds after which a case is killed and recorded as timeout (default: the workload's)")
+    run.add_argument("--data-dir", type=folder_path, help="folder with real datasets in torchvision's format (never downloaded)")
+    run.add_argument("--resume", metavar="RUN_DIR", type=folder_path, help="finish an interrupted run: run only its missing cases, same run id")
     run.add_argument("--no-progress", action="store_true", help="no progress bar")
 
     lst = sub.add_parser("list", help="list the cases of a suite")
@@ -66,12 +76,6 @@ def _check_run_args(args: argparse.Namespace) -> None:
 
     if args.suite is not None and args.suite not in SUITES:
         raise CLIError(f"--suite {args.suite!r} is not a suite; choose one of: {', '.join(SUITES)}")
-    if args.processes < 1:
-        raise CLIError(f"--processes {args.processes} must be at least 1")
-    if args.time_budget is not None and args.time_budget <= 0:
-        raise CLIError(f"--time-budget {args.time_budget} must be positive")
-    if args.case_timeout is not None and args.case_timeout <= 0:
-        raise CLIError(f"--case-timeout {args.case_timeout} must be positive")
     for label in args.label:
         try:
             sanitize_label(label)
@@ -100,12 +104,12 @@ def cmd_run(args: argparse.Namespace) -> int:
     pythons = args.python or [sys.executable]
     labels = args.label or [None] * len(pythons)
     options = RunOptions(
-        out=Path(args.out),
+        out=Path(args.out or "runs"),
         stacks=[Stack(python=p, label=l) for p, l in zip(pythons, labels)],
         suite=args.suite,
         only=list(args.only),
-        processes=args.processes,
-        device=args.device,
+        processes=args.processes or 3,
+        device=args.device or "auto",
         image=args.image,
         time_budget=args.time_budget,
         case_timeout=args.case_timeout,
@@ -116,6 +120,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     resume = Path(args.resume) if args.resume else None
     if resume is not None and not resume.is_dir():
         raise CLIError(f"--resume {args.resume!r} is not a run folder")
+    if resume is not None:
+        _check_resume_flags(args, resume)
     started: list[Any] = []
     try:
         planned = execute(options, resume=resume, progress=not args.no_progress and sys.stderr.isatty(), on_start=started.extend)
@@ -124,13 +130,46 @@ def cmd_run(args: argparse.Namespace) -> int:
     except ArchiveError as e:  # the disk failed part-way: say what is kept and how to go on
         raise CLIError(str(e) + _resume_hint(started)) from None
     except Interrupted as e:
-        print(f"collector: interrupted by {e}; finished cases are saved{_resume_hint(started) or '; resume with --resume RUN_DIR'}",
-              file=sys.stderr)
+        print(inert(f"collector: interrupted by {e}; {_what_exists(started)}"), file=sys.stderr)
         return EXIT_SIGINT if e.signum == signal.SIGINT else EXIT_SIGTERM
     _print_summary(planned)
     for p in planned:
         print(p.writer.folder)
     return 0
+
+
+def _check_resume_flags(args: argparse.Namespace, folder: Path) -> None:
+    """Refuse flags that disagree with the run's record; name the ones used or ignored."""
+    from collector.archive import ArchiveError
+    from collector.resume import check_resume_flags, recorded_settings
+
+    try:
+        run, image = recorded_settings(folder)
+    except ArchiveError:
+        return  # not a readable run: resuming it says why
+    given = {
+        "suite": args.suite, "processes": args.processes, "only": list(args.only), "device": args.device,
+        "time_budget": args.time_budget, "image": args.image, "out": args.out, "case_timeout": args.case_timeout,
+        "data_dir": args.data_dir,
+    }
+    conflicts, notes = check_resume_flags(run, image, given)
+    if conflicts:
+        raise CLIError(f"--resume {args.resume}: {'; '.join(conflicts)}; a resumed run keeps its recorded settings "
+                       "(drop the flag, or start a new run)")
+    for note in notes:
+        print(inert(f"collector: note: {note}"), file=sys.stderr)
+
+
+def _what_exists(planned: list[Any]) -> str:
+    """After an interruption: exactly which run folders exist, what they hold, and how to go on."""
+    folders = [p for p in planned if p.writer.final is None]
+    if not folders:
+        return "no run folder was created; nothing was recorded"
+    parts = []
+    for p in folders:
+        done = sum(1 for r in p.records if r.status != "interrupted")
+        parts.append(f"{p.writer.folder} holds {done} finished attempt(s)")
+    return "; ".join(parts) + _resume_hint(planned)
 
 
 def _resume_hint(planned: list[Any]) -> str:
@@ -155,16 +194,17 @@ def _print_summary(planned: list[Any]) -> None:
                 shown = f"{metric} {_fmt(sorted(values)[len(values) // 2], unit)}"
             else:
                 shown = row["error"] or ""
-            rows.append((p.writer.label, row["case"], statuses, shown))
+            rows.append(tuple(inert(x) for x in (p.writer.label, row["case"], statuses, shown)))
     try:
         from rich.console import Console
         from rich.table import Table
+        from rich.text import Text
 
         table = Table(title="recorded (medians over all processes; statistics come from `reporter`)")
         for col in ("label", "case", "status", "median"):
             table.add_column(col, overflow="fold")
         for r in rows:
-            table.add_row(*r)
+            table.add_row(*map(Text, r))  # values as text: "[bold]" in a case id is not markup
         Console().print(table)
     except ImportError:
         for r in rows:
@@ -217,9 +257,9 @@ def cmd_fingerprint(args: argparse.Namespace) -> int:
     for e in entries:
         if e.section != section:
             section = e.section
-            print(f"[{section}]")
+            print(inert(f"[{section}]"))
         value = e.value if "\n" not in e.value else e.value.splitlines()[0] + " ..."
-        print(f"  {e.key} = {value}")
+        print(inert(f"  {e.key} = {value}"))
     return 0
 
 
@@ -232,7 +272,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return handlers[args.command](args)
     except (CLIError, ArchiveError) as e:
-        print(f"collector: error: {e}", file=sys.stderr)
+        print(f"collector: error: {inert(e, keep_newlines=True)}", file=sys.stderr)
         return EXIT_USAGE
 
 

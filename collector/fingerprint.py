@@ -10,18 +10,25 @@ from __future__ import annotations
 
 import hashlib
 import importlib.metadata
-import math
 import os
 import platform
 import re
-import shlex
 import socket
 import sys
-from collections import Counter
 from typing import Any, Callable, Iterable
 
 from collector import __version__
+from collector.redact import (  # noqa: F401 - redact_argv, looks_like_credential: part of this module's interface
+    REDACTED,
+    SECRET_NAME,
+    looks_like_credential,
+    redact,
+    redact_argv,
+    redact_entry,
+)
 from collector.schema import EnvironmentEntry
+
+redact_value = redact  # the name older callers use
 
 # Environment variables worth recording: they change what the stack does.
 ENV_PREFIXES = (
@@ -31,47 +38,16 @@ ENV_PREFIXES = (
 )
 ENV_NAMES = ("LD_LIBRARY_PATH", "LD_PRELOAD", "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY",
              "http_proxy", "https_proxy", "no_proxy", "CONDA_DEFAULT_ENV", "VIRTUAL_ENV")
+# Variables with a secret-looking name (redact.SECRET_NAME) are never recorded, whatever the
+# prefix; every value recorded goes through collector.redact, the one redaction function.
 # Variables the collector sets for its own workers: not part of the stack.
 ENV_INTERNAL = frozenset({"IMAGEBENCH_PARENT_PID"})
-# Names that suggest a secret: never recorded, whatever the prefix.
-SECRET_NAME = re.compile(r"TOKEN|SECRET|KEY|PASSWORD|PASSWD|CREDENTIAL|AUTH|COOKIE|SESSION", re.I)
-URL_CREDENTIALS = re.compile(r"(?P<scheme>[a-zA-Z][a-zA-Z0-9+.-]*://)(?P<user>[^:/@\s]*):(?P<password>[^@/\s]*)@")
-# A URL query parameter that carries a secret: ?token=..., &api_key=..., &sig=...
-URL_QUERY_SECRET = re.compile(r"(?P<name>[?&;][^=&;#\s]*(?:token|key|secret|passw|auth|sig|credential)[^=&;#\s]*=)[^&;#\s]*", re.I)
-# Device ids are long and random-looking but not secrets: GPU-<uuid>, MIG-<uuid> (or MIG-GPU-<uuid>/1/0).
-DEVICE_UUID = re.compile(r"(?:MIG-)?(?:GPU-)?[0-9a-fA-F]{8}(?:-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}(?:/\d+/\d+)?")
-REDACTED = "[redacted]"
-
 PACKAGES = (
     "torch", "torchvision", "torchaudio", "triton", "numpy", "transformers", "pyarrow",
     "nvidia-cublas", "nvidia-cublas-cu12", "nvidia-cudnn-cu12", "nvidia-cudnn-cu13",
     "nvidia-nccl-cu12", "nvidia-nccl-cu13", "nvidia-cuda-runtime", "nvidia-cuda-runtime-cu12",
     "nvidia-ml-py", "psutil", "intel-openmp", "mkl", "imagebench",
 )
-
-
-def looks_like_credential(value: str) -> bool:
-    """True for values that look like secrets: long, high-entropy, no spaces or paths."""
-    if len(value) < 24 or value.startswith(("/", ".", "~")):
-        return False  # short, or a path
-    if value.startswith(("GPU-", "MIG-")) and DEVICE_UUID.fullmatch(value):
-        return False  # which GPU a run used is part of its record
-    if not re.fullmatch(r"[A-Za-z0-9+/=_\-.]+", value):
-        return False
-    counts = Counter(value)
-    entropy = -sum(c / len(value) * math.log2(c / len(value)) for c in counts.values())
-    classes = sum(bool(re.search(p, value)) for p in (r"[a-z]", r"[A-Z]", r"[0-9]"))
-    if classes == 3:
-        return entropy >= 3.5
-    return classes == 2 and "/" not in value and len(value) >= 32 and entropy >= 3.5
-
-
-def redact_value(value: str) -> str:
-    """``value`` with URL passwords and credential-looking parts replaced by ``[redacted]``."""
-    value = URL_CREDENTIALS.sub(lambda m: f"{m['scheme']}{m['user']}:{REDACTED}@", value)
-    value = URL_QUERY_SECRET.sub(lambda m: f"{m['name']}{REDACTED}", value)
-    parts = re.split(r"([,;:\s])", value)
-    return "".join(REDACTED if looks_like_credential(p) else p for p in parts)
 
 
 def collect_environment_variables(environ: dict[str, str] | None = None) -> list[tuple[str, str]]:
@@ -82,29 +58,8 @@ def collect_environment_variables(environ: dict[str, str] | None = None) -> list
         if SECRET_NAME.search(name) or name in ENV_INTERNAL:
             continue
         if name.startswith(ENV_PREFIXES) or name in ENV_NAMES:
-            out.append((name, redact_value(environ[name])))
+            out.append((name, redact(environ[name])))
     return out
-
-
-def redact_argv(argv: Iterable[str]) -> str:
-    """The command line, with any ``--flag=value`` or value after a secret-named flag hidden."""
-    words = list(argv)
-    out = []
-    hide_next = False
-    for w in words:
-        if hide_next:
-            out.append(REDACTED)
-            hide_next = False
-            continue
-        if w.startswith("-") and SECRET_NAME.search(w):
-            if "=" in w:
-                out.append(w.split("=", 1)[0] + "=" + REDACTED)
-            else:
-                out.append(w)
-                hide_next = True
-            continue
-        out.append(redact_value(w))
-    return shlex.join(out)
 
 
 def _safe(fn: Callable[[], Any], default: Any = None) -> Any:
@@ -321,5 +276,5 @@ def collect_fingerprint(
         if (section, key) in seen:
             continue
         seen.add((section, key))
-        entries.append(EnvironmentEntry(section, key, value))
+        entries.append(EnvironmentEntry(section, key, redact_entry(section, key, value)))
     return entries

@@ -36,6 +36,8 @@ import pyarrow as pa
 
 from collector import __version__
 from collector.archive import ArchiveError, RunWriter
+from collector.lock import LockHeld, RunLock
+from collector.redact import redact_entry
 from collector.schema import (
     CASES_FILE,
     ENVIRONMENT_FILE,
@@ -693,7 +695,8 @@ def environment_rows(planned: Planned, status: str) -> list[EnvironmentEntry]:
     if status != RUN_RUNNING:
         entries["finished_at"] = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
     rows += [EnvironmentEntry("run", k, v) for k, v in sorted(entries.items())]
-    return rows
+    # Redacted where recorded: the fingerprint came from a worker, the run entries from flags.
+    return [EnvironmentEntry(e.section, e.key, redact_entry(e.section, e.key, e.value)) for e in rows]
 
 
 def load_existing(folder: Path) -> tuple[list[EnvironmentEntry], list[CaseRecord], list[SampleRecord]]:
@@ -713,6 +716,14 @@ def load_existing(folder: Path) -> tuple[list[EnvironmentEntry], list[CaseRecord
         table, _ = read_table(folder / SAMPLES_FILE, SAMPLES_FILE)
         samples = [SampleRecord(**row) for row in table.to_pylist()]
     return env, cases, samples
+
+
+def split_unsampled(cases: list[CaseRecord], samples: list[SampleRecord]) -> tuple[list[CaseRecord], list[CaseRecord]]:
+    """``cases`` without, and then only, the ok attempts that have no sample in ``samples``."""
+    sampled = {(x.case_id, x.process) for x in samples}
+    lost = [c for c in cases if c.status == STATUS_OK and (c.case_id, c.process) not in sampled]
+    lost_keys = {(c.case_id, c.process) for c in lost}
+    return [c for c in cases if (c.case_id, c.process) not in lost_keys], lost
 
 
 def start_run(options: RunOptions, planned: list[Planned] | None = None) -> list[Planned]:
@@ -790,9 +801,17 @@ def resume_run(folder: Path, options: RunOptions) -> tuple[Planned, set[tuple[in
         writer = RunWriter.reopen(folder)
         env, cases, samples = load_existing(Path(folder))
     except ArchiveError as e:
-        raise RunError(f"--resume: {e}") from None
+        raise RunError(f"--resume: {e}; nothing was changed (move a damaged cases or samples file away "
+                       "and resume again to measure what it held)") from None
     run = {e.key: e.value for e in env if e.section == "run"}
-    if run.get("status") == RUN_COMPLETE:
+    # The files checked against each other: an attempt recorded ok whose samples are gone
+    # (samples.parquet deleted or cut short) is measured again, not taken as done.
+    cases, lost = split_unsampled(cases, samples)
+    if lost:
+        missing = "missing" if not (Path(folder) / SAMPLES_FILE).exists() else "without them"
+        print(f"collector: note: {len(lost)} attempt(s) recorded ok have no samples ({SAMPLES_FILE} {missing}); "
+              "they are measured again", file=sys.stderr)
+    if run.get("status") == RUN_COMPLETE and not lost:
         raise RunError(f"--resume: run {folder} is already complete; nothing to resume")
     fingerprint = [e for e in env if e.section != "run"]
     options.processes = int(run.get("processes", options.processes))
@@ -873,14 +892,20 @@ def execute(
         signal.signal(s, on_signal)
     planned: list[Planned] = []
     runner: Runner | None = None
+    locks: list[RunLock] = []
+    started = False
     try:
         if resume is not None:
+            _lock(resume, locks)  # before the run's files are read: one writer per run
             p, done = resume_run(resume, options)
             planned.append(p)
         else:
             start_run(options, planned)
+            for p in planned:
+                _lock(p.writer.folder, locks)
             done = set()
         if on_start:
+            started = True
             on_start(planned)
         runner = Runner(options, planned, progress=progress)
         runner.run(runner.tasks(done))
@@ -890,6 +915,8 @@ def execute(
         # A second Ctrl-C must not cut the bookkeeping short: ignore signals until done.
         for s in signals:
             signal.signal(s, signal.SIG_IGN)
+        if on_start and not started:
+            on_start(planned)  # stopped while starting: the caller still learns what exists
         # Each step on its own: a disk too full for the cases may still take the status.
         failures: list[ArchiveError] = []
         for step in ((runner.record_interrupted,) if runner is not None else ()) + (lambda: finish(planned, RUN_INTERRUPTED),):
@@ -901,8 +928,26 @@ def execute(
             raise failures[0] from e
         raise  # after a failed write, that first error is the one that says why
     finally:
+        for lock in locks:
+            lock.release()
         for s, handler in previous.items():
             signal.signal(s, handler)
+
+
+def _lock(folder: Path, locks: list[RunLock]) -> None:
+    """Take ``folder``'s lock (appended to ``locks``); a live owner is a ``RunError``."""
+    if not (Path(folder) / ENVIRONMENT_FILE).is_file():
+        return  # not a run folder: resuming it says so, and nothing is written there
+    lock = RunLock(Path(folder))
+    try:
+        note = lock.acquire()
+    except LockHeld as e:
+        raise RunError(str(e)) from None
+    except OSError as e:
+        raise RunError(f"cannot lock run folder {folder}: {e.strerror or e}") from None
+    locks.append(lock)
+    if note:
+        print(f"collector: note: {note}", file=sys.stderr)
 
 
 def summarize(planned: Planned) -> list[dict[str, Any]]:

@@ -32,6 +32,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import unicodedata
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
@@ -232,20 +233,52 @@ SCHEMAS: dict[str, pa.Schema] = {
     SAMPLES_FILE: SAMPLES_SCHEMA,
 }
 
-_SLUG_BAD = re.compile(r"[^A-Za-z0-9._-]+")
 _RUN_ID = re.compile(r"\d{8}T\d{6}Z-[0-9a-f]{6}")
-MAX_LABEL_LENGTH = 100
+MAX_LABEL_LENGTH = 100  # characters
+MAX_LABEL_BYTES = 200  # UTF-8 bytes: well below the 255-byte limit of a file name
+_ASCII_KEPT = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-")
+# Symbols that look like a path separator, though no file system takes them for one.
+_SLASH_LOOKALIKES = frozenset("\u2044\u2215\u2216\u29f8\u29f9")
+_ZWJ = "\u200d"  # joins emoji sequences (👩‍💻)
+_EDGE = "._-" + _ZWJ
+
+
+def _label_char_kept(c: str) -> bool:
+    if c < "\x80":
+        return c in _ASCII_KEPT
+    if c == _ZWJ:
+        return True
+    return unicodedata.category(c)[0] in "LMNS" and c not in _SLASH_LOOKALIKES
 
 
 def sanitize_label(label: str) -> str:
     """Return ``label`` as a safe folder name, or raise ``SchemaError`` if nothing is left.
 
-    Letters, digits, ``.``, ``_`` and ``-`` are kept; every other run of characters
-    becomes one ``-``; leading and trailing punctuation is dropped, so no slug can be
-    ``.``, ``..``, absolute, or hold a path separator or NUL.
+    The rule: the label is put in Unicode normal form NFC; then kept are ASCII letters,
+    digits, ``.``, ``_`` and ``-``, and any other printable character that is a letter,
+    mark, number or symbol (``名字``, ``é``, ``🚀``, emoji sequences joined by U+200D);
+    every run of other characters (spaces, ASCII punctuation such as ``/`` ``\\`` ``:``
+    ``|`` ``<`` ``>`` ``*`` ``?`` ``"``, control and format characters, bidirectional
+    overrides, non-ASCII punctuation, and the slash look-alikes U+2044, U+2215, U+2216,
+    U+29F8, U+29F9) becomes one ``-``. Leading and trailing ``.``, ``_``, ``-`` are
+    dropped and the result is cut to ``MAX_LABEL_LENGTH`` characters and
+    ``MAX_LABEL_BYTES`` bytes of UTF-8. So a slug is one path component on every common
+    file system: never empty, ``.`` or ``..``, hidden, absolute, or holding a separator
+    or NUL. ASCII labels get the same slug as before Unicode was allowed, and
+    ``sanitize_label(sanitize_label(x)) == sanitize_label(x)``.
     """
-    slug = _SLUG_BAD.sub("-", label).strip("._-")
-    slug = re.sub(r"-{2,}", "-", slug)[:MAX_LABEL_LENGTH].strip("._-")
+    text = unicodedata.normalize("NFC", label)
+    out: list[str] = []
+    for c in text:
+        if _label_char_kept(c):
+            out.append(c)
+        elif not out or out[-1] != "-":
+            out.append("-")
+    slug = re.sub(r"-{2,}", "-", "".join(out)).strip(_EDGE)
+    slug = slug[:MAX_LABEL_LENGTH]
+    while len(slug.encode("utf-8")) > MAX_LABEL_BYTES:
+        slug = slug[:-1]
+    slug = unicodedata.normalize("NFC", slug).strip(_EDGE)
     if not slug:
         raise SchemaError(f"label {label!r} has no letters or digits to name a folder with")
     return slug

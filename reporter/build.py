@@ -50,8 +50,11 @@ from reporter.pages import (
     runs_index_view,
     trends_views,
 )
+from reporter.options import FOLDER
 from reporter.paths import label_page, run_page
+from reporter.publish import check_targets, publish_site
 from reporter.render import LANGUAGES, Messages, render_page
+from reporter.terminal import inert
 from reporter.views import RAW_FILES, ArticleView, ChartView, WorkloadInfo, load_workloads
 
 GENERATED_DIRS = ("reports", "runs", "trends", "imagebench")
@@ -116,6 +119,7 @@ def build_site(
     say = log or (lambda _msg: None)
     site = Path(site_dir)
     _check_generated(site)  # before the work: a folder we may not replace stops the build at once
+    check_targets(runs_dir, site, public_dir)  # never into the archive; writable; --public ours to replace
     timings: dict[str, float] = {}
     clock = time.perf_counter()
 
@@ -246,7 +250,7 @@ def build_site(
     if public_dir is not None:
         clock = time.perf_counter()
         nav = _nav(t, reports, archive, trend_families)
-        run_mkdocs(site, Path(public_dir), lang=site_lang, nav=nav, base_config=mkdocs_config)
+        publish_site(Path(public_dir), lambda folder: run_mkdocs(site, folder, lang=site_lang, nav=nav, base_config=mkdocs_config))
         timings["mkdocs"] = time.perf_counter() - clock
     return result
 
@@ -422,11 +426,11 @@ def _find_mkdocs_config() -> Path:
 
 
 @click.command("build")
-@click.option("--runs", "runs_dir", default="runs", show_default=True, type=click.Path(path_type=Path),
+@click.option("--runs", "runs_dir", default="runs", show_default=True, type=FOLDER,
               help="The run archive to read.")
-@click.option("--site", "site_dir", default="site", show_default=True, type=click.Path(path_type=Path),
+@click.option("--site", "site_dir", default="site", show_default=True, type=FOLDER,
               help="The MkDocs sources folder to write generated pages into.")
-@click.option("--public", "public_dir", default="public", show_default=True, type=click.Path(path_type=Path),
+@click.option("--public", "public_dir", default="public", show_default=True, type=FOLDER,
               help="Where mkdocs writes the static site.")
 @click.option("--lang", type=click.Choice(LANGUAGES), default=None,
               help="Language of the pages (default: the config file's, else en).")
@@ -439,7 +443,7 @@ def build_command(runs_dir: Path, site_dir: Path, public_dir: Path, lang: str | 
     """Render comparison reports, the runs archive and trends, then build the static site."""
     result = build_site(
         runs_dir, site_dir, None if no_mkdocs else public_dir, lang=lang, config_path=config_path,
-        log=lambda msg: click.echo(msg, err=True),
+        log=lambda msg: click.echo(inert(msg), err=True),
     )
     took = sum(result.timings.values())
     click.echo(
@@ -448,4 +452,4 @@ def build_command(runs_dir: Path, site_dir: Path, public_dir: Path, lang: str | 
         + f" in {took:.1f} s"
     )
     for s in result.skipped:
-        click.echo(f"skipped: {s}", err=True)
+        click.echo(inert(f"skipped: {s}"), err=True)

@@ -12,7 +12,9 @@ from rich.console import Console
 from reporter.compare import compare_labels
 from reporter.errors import ReporterError
 from reporter.load import load_archive
+from reporter.options import FOLDER, PERCENT, one_line
 from reporter.tables import FORMATS, RENDERERS, render_comparison_table, render_problems, render_runs_table, runs_records
+from reporter.terminal import inert, inert_json
 
 EXIT_BAD_INPUT = 2
 
@@ -20,11 +22,24 @@ EXIT_BAD_INPUT = 2
 class ReporterGroup(click.Group):
     """A click group that shows a ``ReporterError`` from any subcommand as ``Error: ...``, exit 2."""
 
+    def make_context(self, info_name: str | None, args: list[str], parent: click.Context | None = None,
+                     **extra: Any) -> click.Context:
+        try:
+            return super().make_context(info_name, args, parent=parent, **extra)
+        except click.exceptions.NoArgsIsHelpError:
+            raise
+        except click.UsageError as e:  # `reporter --bogus`: one line, not a usage block
+            raise one_line(e) from None
+
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
+        except click.exceptions.NoArgsIsHelpError:
+            raise
+        except click.UsageError as e:  # a subcommand's bad option or value: one line naming it
+            raise one_line(e) from None
         except ReporterError as e:
-            error = click.ClickException(str(e))
+            error = click.ClickException(inert(str(e), keep_newlines=True))
             error.exit_code = EXIT_BAD_INPUT
             raise error from None
         except BrokenPipeError:  # `reporter runs | head`: the reader left, nothing to report
@@ -40,16 +55,14 @@ def _console(stderr: bool = False) -> Console:
 
 
 runs_option = click.option(
-    "--runs", "runs_dir", default="runs", show_default=True, type=click.Path(file_okay=False, path_type=str),
+    "--runs", "runs_dir", default="runs", show_default=True, type=FOLDER,
     help="The archive folder: runs/<label>/<run_id>/*.parquet.",
 )
 strict_option = click.option("--strict", is_flag=True, help="Fail (exit 2) if any run is invalid instead of skipping it.")
 
 
 def _percent(ctx: click.Context, param: click.Parameter, value: float) -> float:
-    if not (0 <= value < 100):
-        raise click.BadParameter(f"must be a percentage in [0, 100), not {value:g}")
-    return value / 100.0
+    return value / 100.0  # PERCENT checked the range: [0, 100), finite
 
 
 @click.group(cls=ReporterGroup, context_settings={"help_option_names": ["-h", "--help"]})
@@ -63,9 +76,9 @@ def cli() -> None:
 @click.argument("candidate")
 @runs_option
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True, help="Output format.")
-@click.option("--noise", type=float, default=1.0, show_default=True, callback=_percent, metavar="PCT",
+@click.option("--noise", type=PERCENT, default=1.0, show_default=True, callback=_percent, metavar="PCT",
               help="Noise band in percent: better/worse needs the whole CI beyond it.")
-@click.option("--single-band", type=float, default=10.0, show_default=True, callback=_percent, metavar="PCT",
+@click.option("--single-band", type=PERCENT, default=10.0, show_default=True, callback=_percent, metavar="PCT",
               help="A row with no significant difference whose CI reaches beyond this band (percent) is noted as too noisy.")
 @click.option("--correction", type=click.Choice(["holm", "bh"]), default="bh", show_default=True,
               help="Multiple-comparison correction across the rows: bh (false discovery rate) or holm (family-wise).")
@@ -84,7 +97,8 @@ def compare_command(
     if fmt == "table":
         render_comparison_table(comparison, _console())
     else:
-        click.echo(RENDERERS[fmt](comparison), nl=False)
+        text = RENDERERS[fmt](comparison)
+        click.echo(inert_json(text) if fmt == "json" else inert(text, keep_newlines=True), nl=False)
 
 
 @cli.command("runs")
@@ -98,7 +112,7 @@ def runs_command(runs_dir: str, fmt: str, strict: bool) -> None:
         import json
 
         problems = [{"path": p.path, "reason": p.reason} for p in archive.problems]
-        click.echo(json.dumps({"runs": runs_records(archive), "problems": problems}, indent=2, allow_nan=False))
+        click.echo(inert_json(json.dumps({"runs": runs_records(archive), "problems": problems}, indent=2, allow_nan=False)))
     else:
         render_runs_table(archive, _console())
 

@@ -1,8 +1,9 @@
 """Reading the run archive (``runs/<label>/<run_id>/*.parquet``) into validated pandas tables.
 
 Each run's three files are read with pyarrow and checked against ``collector.schema``;
-a run that fails is reported as a ``Problem`` (file, reason) and skipped, the rest load
-(asv's ``iter_results`` does the same). Valid runs are concatenated as Arrow tables and
+a run whose environment or case list fails is reported as a ``Problem`` (file, reason)
+and skipped, the rest load (asv's ``iter_results`` does the same); a run with damaged
+samples loads with what is readable, and the damage is named. Valid runs are concatenated as Arrow tables and
 converted to pandas once, with categoricals for the repeated strings, so 1,000 runs and
 5M samples load in seconds.
 """
@@ -20,6 +21,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from collector.archive import ArchiveError, read_table
+from collector.redact import redact_entry
 from collector.schema import (
     CASES_FILE,
     METRICS,
@@ -167,10 +169,13 @@ class _RunTables:
 def load_archive(runs_dir: str | os.PathLike[str], strict: bool = False) -> Archive:
     """Read every run under ``runs_dir`` (``<label>/<run_id>/{environment,cases,samples}.parquet``).
 
-    A run whose folder name is not a run id, that lacks a file, or whose file does not
-    read or validate (``collector.schema.validate_table``: schema version, columns,
-    types, nulls, statuses, metrics, NaN/inf/non-positive values) is skipped and listed
-    in ``Archive.problems``; with ``strict=True`` any problem raises ``ReporterError``
+    A run whose folder name is not a run id, that lacks its environment or case list, or
+    whose environment or case file does not read or validate (``collector.schema.validate_table``:
+    schema version, columns, types, nulls, statuses) is skipped and listed in
+    ``Archive.problems``. A run whose samples.parquet is missing, unreadable or invalid
+    (metrics, units, NaN/inf/non-positive values) is loaded without its samples, and one
+    whose ok attempts lack samples is loaded without those attempts; both are listed in
+    ``Archive.problems`` too; with ``strict=True`` any problem raises ``ReporterError``
     instead. Hidden entries (``.name``) and plain files are ignored. A run's label is
     its folder's name. A missing ``runs_dir`` raises ``ReporterError``.
     """
@@ -242,38 +247,93 @@ def _is_utf8(name: str) -> bool:
 
 
 def _read_run(label: str, folder: Path) -> _RunTables | Problem:
+    """One run's tables, or the Problem that skips it.
+
+    A run needs its environment and its case list; damaged samples cost only the samples:
+    the run is loaded without them and the damage is named (``_RunTables.warnings``).
+    """
     tables: dict[str, pa.Table] = {}
     raw: dict[str, pa.Table] = {}
+    warnings: list[Problem] = []
     for kind in RUN_FILES:
-        path = folder / kind
-        if not path.is_file():
-            if path.exists():
-                return Problem(str(path), "is not a regular file (a folder or something else is in its place)")
-            return Problem(str(path), "file missing")
-        try:
-            table, meta = read_table(path, kind)
-        except ArchiveError as e:
-            return Problem(str(path), _strip_prefix(str(e), str(path)))
-        if meta.get("run_id") != folder.name:
-            return Problem(str(path), f"run_id {meta.get('run_id')!r} in the file's metadata does not match the folder name")
-        schema = _SCHEMAS[kind]
-        try:
-            table = table.select(schema.names).cast(schema).replace_schema_metadata(None)
-        except (pa.ArrowException, ValueError) as e:  # validated, so unexpected: still one line, not a crash
-            return Problem(str(path), f"cannot convert to the schema ({e})")
-        raw[kind] = table
-    problem, warnings = _check_run(folder, raw)
+        problem = _read_file(folder, kind, raw)
+        if problem is None:
+            continue
+        if kind != SAMPLES_FILE:
+            return problem
+        raw[kind] = SAMPLES_SCHEMA.empty_table()
+        warnings.append(Problem(problem.path, f"{problem.reason}; the run is loaded without its samples "
+                                              "and the ok attempts they measured"))
+    problem, more = _check_run(folder, raw, samples_named=bool(warnings))
     if problem is not None:
-        return problem
+        if Path(problem.path).name != SAMPLES_FILE:
+            return problem
+        raw[SAMPLES_FILE] = SAMPLES_SCHEMA.empty_table()
+        warnings.append(Problem(problem.path, f"{problem.reason}; the run is loaded without its samples "
+                                              "and the ok attempts they measured"))
+        problem, more = _check_run(folder, raw, samples_named=True)
+        if problem is not None:
+            return problem
+    raw[CASES_FILE], _ = _drop_unsampled(raw[CASES_FILE], raw[SAMPLES_FILE])  # named by _check_run
     for kind, table in raw.items():
         tables[kind] = _encode(table, _CATEGORICAL[kind])
-    return _RunTables(label, folder.name, folder, tables, warnings)
+    return _RunTables(label, folder.name, folder, tables, warnings + more)
 
 
-def _check_run(folder: Path, tables: dict[str, pa.Table]) -> tuple[Problem | None, list[Problem]]:
+def _read_file(folder: Path, kind: str, raw: dict[str, pa.Table]) -> Problem | None:
+    """Read and validate one of a run's files into ``raw[kind]``; the Problem when it cannot."""
+    path = folder / kind
+    if not path.is_file():
+        if path.exists():
+            return Problem(str(path), "is not a regular file (a folder or something else is in its place)")
+        return Problem(str(path), "file missing")
+    try:
+        table, meta = read_table(path, kind)
+    except ArchiveError as e:
+        return Problem(str(path), _strip_prefix(str(e), str(path)))
+    if meta.get("run_id") != folder.name:
+        return Problem(str(path), f"run_id {meta.get('run_id')!r} in the file's metadata does not match the folder name")
+    schema = _SCHEMAS[kind]
+    try:
+        table = table.select(schema.names).cast(schema).replace_schema_metadata(None)
+    except (pa.ArrowException, ValueError) as e:  # validated, so unexpected: still one line, not a crash
+        return Problem(str(path), f"cannot convert to the schema ({e})")
+    raw[kind] = _redact_environment(table) if kind == ENVIRONMENT_FILE else table
+    return None
+
+
+def _drop_unsampled(cases: pa.Table, samples: pa.Table) -> tuple[pa.Table, int]:
+    """``cases`` without the ok attempts that have no samples (in their order), and how many went."""
+    keys = ["case_id", "process"]
+    ok = pc.equal(cases["status"], STATUS_OK)
+    indexed = cases.append_column("_row", pa.array(range(cases.num_rows), pa.int64()))
+    ok_rows = indexed.filter(ok)
+    kept_ok = ok_rows.join(samples.group_by(keys).aggregate([]), keys, join_type="left semi")
+    if kept_ok.num_rows == ok_rows.num_rows:
+        return cases, 0
+    kept = pa.concat_tables([indexed.filter(pc.invert(ok)), kept_ok.select(indexed.schema.names).cast(indexed.schema)]).sort_by("_row")
+    return kept.drop_columns(["_row"]).cast(cases.schema), ok_rows.num_rows - kept_ok.num_rows
+
+
+def _redact_environment(table: pa.Table) -> pa.Table:
+    """The environment with ``collector.redact`` applied again, so every view shows redacted
+    values even for runs recorded before the collector redacted that form."""
+    values = table.column("value").to_pylist()
+    redacted = [redact_entry(s, k, v) if v else v for s, k, v in zip(table.column("section").to_pylist(),
+                                                                     table.column("key").to_pylist(), values)]
+    if redacted == values:
+        return table
+    i = table.schema.get_field_index("value")
+    return table.set_column(i, table.schema.field(i), pa.array(redacted, type=table.schema.field(i).type))
+
+
+def _check_run(folder: Path, tables: dict[str, pa.Table], samples_named: bool = False) -> tuple[Problem | None, list[Problem]]:
     """Checks across a run's files: one row per attempt, metrics in their own units, samples
-    for every ``ok`` attempt. Returns the problem that skips the run, or None and warnings
-    (samples of attempts with no case row: left out by ``ok_samples``, the run is used)."""
+    for every ``ok`` attempt. Returns the problem that rejects a file (a problem of
+    samples.parquet costs the run its samples only), or None and warnings: samples of
+    attempts with no case row (left out by ``ok_samples``) and ok attempts with no samples
+    (left out by ``_drop_unsampled``; not named again when ``samples_named``: the samples
+    file's own problem says they are gone); the rest of the run is used."""
     cases, samples = tables[CASES_FILE], tables[SAMPLES_FILE]
     cases_path, samples_path = str(folder / CASES_FILE), str(folder / SAMPLES_FILE)
     keys = ["case_id", "process"]
@@ -296,14 +356,16 @@ def _check_run(folder: Path, tables: dict[str, pa.Table]) -> tuple[Problem | Non
     sampled = samples.group_by(keys).aggregate([([], "count_all")])
     ok = cases.filter(pc.equal(cases["status"], STATUS_OK)).select(keys)
     unsampled = ok.join(sampled.select(keys), keys, join_type="left anti")
-    if unsampled.num_rows:
-        return Problem(samples_path, f"{unsampled.num_rows} attempt(s) recorded ok in cases.parquet but have no samples "
-                                     f"(first: {first(unsampled)})"), []
+    named: list[Problem] = []
+    if unsampled.num_rows and not samples_named:
+        named.append(Problem(samples_path, f"{unsampled.num_rows} attempt(s) recorded ok in cases.parquet but have no "
+                                           f"samples (first: {first(unsampled)}); left out, the rest of the run is used "
+                                           "(collector run --resume measures them again)"))
     orphans = sampled.join(cases.select(keys), keys, join_type="left anti")
     if not orphans.num_rows:
-        return None, []
+        return None, named
     n = pc.sum(orphans["count_all"]).as_py()
-    return None, [Problem(samples_path, f"{n} sample(s) of {orphans.num_rows} attempt(s) have no row in cases.parquet "
+    return None, named + [Problem(samples_path, f"{n} sample(s) of {orphans.num_rows} attempt(s) have no row in cases.parquet "
                                         f"(first: {first(orphans)}); left out, the rest of the run is used (a run killed "
                                         "between its two writes looks like this; collector run --resume repairs it)")]
 

@@ -33,6 +33,7 @@ from collector.schema import METRICS
 from reporter.compare import Comparison
 from reporter.load import Archive
 from reporter.stats import VERDICT_BETTER, VERDICT_INCONCLUSIVE, VERDICT_WORSE
+from reporter.terminal import inert
 
 
 @dataclass(frozen=True)
@@ -82,12 +83,12 @@ def render_rich(table: Table, hooks: Mapping[str, Hook], console: Console, *,
     """The same table in the terminal."""
     out = RichTable(show_edge=False, header_style="bold", pad_edge=False)
     for c in table.columns:
-        out.add_column(Text(str(c.title)), justify="right" if c.right else "left", no_wrap=c.kind != "verdict")
+        out.add_column(Text(inert(str(c.title))), justify="right" if c.right else "left", no_wrap=c.kind != "verdict")
     for row in render_cells(table, hooks):
         if len(row) == 1 or all(not x for x in row[1:]):
-            out.add_row(Text(row[0], style="bold cyan"))
+            out.add_row(Text(inert(row[0]), style="bold cyan"))
             continue
-        out.add_row(*(Text(v, style=styles(c, v)) for c, v in zip(table.columns, row)))
+        out.add_row(*(Text(inert(v), style=styles(c, v)) for c, v in zip(table.columns, row)))
     console.print(out)
 
 
@@ -205,9 +206,9 @@ def render_comparison_table(c: Comparison, console: Console) -> None:
     render_rich(table, _PLAIN_HOOKS, console,
                 styles=lambda col, v: _VERDICT_STYLE.get(v.split(" [")[0], "") if col.kind == "verdict" else "")
     for i, note in enumerate(notes, 1):
-        console.print(f"[{i}] {note}", highlight=False, markup=False)
+        console.print(inert(f"[{i}] {note}"), highlight=False, markup=False)
     for line in trailer:
-        console.print(line, highlight=False, markup=False)
+        console.print(inert(line), highlight=False, markup=False)
 
 
 def render_comparison_markdown(c: Comparison) -> str:
@@ -315,7 +316,7 @@ def runs_records(archive: Archive) -> list[dict[str, Any]]:
 def render_runs_table(archive: Archive, console: Console) -> None:
     """Print the archive's runs as a table, then every validation problem."""
     if archive.runs.empty:
-        console.print(f"No valid runs under {archive.root}.", highlight=False, markup=False)
+        console.print(inert(f"No valid runs under {archive.root}."), highlight=False, markup=False)
     else:
         table = Table([Column(name) for name in ("label", "run id", "date (UTC)", "status", "device", "torch", "CUDA",
                                                   "cases ok/failed/total")])
@@ -329,15 +330,16 @@ def render_runs_table(archive: Archive, console: Console) -> None:
             table.rows.append([str(x) for x in cells])
         render_rich(table, _PLAIN_HOOKS, console)
         labels = archive.labels()
-        console.print(f"{len(archive.runs)} run(s) under {len(labels)} label(s) in {archive.root}.", highlight=False, markup=False)
+        console.print(inert(f"{len(archive.runs)} run(s) under {len(labels)} label(s) in {archive.root}."), highlight=False, markup=False)
     render_problems(archive, console)
 
 
 def render_problems(archive: Archive, console: Console) -> None:
-    """List the runs that were skipped while loading, one line each."""
+    """List what could not be read while loading (a run, a file, some attempts), one line each."""
     if not archive.problems:
         return
-    console.print(f"{len(archive.problems)} problem(s); these runs were skipped:", highlight=False, markup=False, style="yellow")
+    console.print(f"{len(archive.problems)} problem(s) reading the archive; each says what was left out:", highlight=False, markup=False,
+                  style="yellow")
     for p in archive.problems:
-        console.print(f"  {p.path}: {p.reason}", highlight=False, markup=False)
+        console.print(inert(f"  {p.path}: {p.reason}"), highlight=False, markup=False)
 

@@ -285,8 +285,13 @@ BAD_INPUTS: list[Case] = [
 ]
 
 
-# Breakages after which the run is still used (and the problem still named).
-KEPT = {samples_for_unknown_cases}
+# Breakages after which the run is still used (and the problem still named): damaged samples
+# cost the run its samples (or the attempts without them), not its listing.
+KEPT = {
+    samples_for_unknown_cases, zero_byte_file, truncated_footer, schema_version_from_the_future, missing_column,
+    wrong_column_type, nan_value, inf_value, zero_value, negative_value, zero_iterations, cases_but_no_samples,
+    unknown_metric, unknown_unit, metric_in_the_wrong_unit, run_missing_one_of_its_files,
+}
 
 
 def _invoke(*args: str):
@@ -315,6 +320,10 @@ def test_bad_input_is_named_skipped_and_fails_only_under_strict(runs: Path, brea
     assert len(good) == 2 * len(GOOD_CASES) * 3 * 6
     if kept:
         assert "ghost[n=1]" not in set(archive.ok_samples()["case_id"].astype(str))
+        bad = archive.select(BAD_LABEL)  # what is left of it is consistent: no ok attempt without samples
+        ok = bad.cases[bad.cases["status"].astype(str) == "ok"]
+        sampled = set(zip(bad.samples["case_id"].astype(str), bad.samples["process"]))
+        assert all(key in sampled for key in zip(ok["case_id"].astype(str), ok["process"]))
     # one message names the broken file and says what is wrong
     shown = [(os.fsencode(p.path).decode("utf-8", "backslashreplace"), p.reason) for p in archive.problems]
     assert any(path == str(runs / where) and reason in why for path, why in shown), shown
@@ -352,8 +361,9 @@ def test_unreadable_file_via_permission_error(runs: Path, monkeypatch: pytest.Mo
 
     monkeypatch.setattr(pq, "read_table", read_table)
     archive = load_archive(runs)
-    assert archive.labels() == ["stack-a", "stack-b"]
-    assert [(p.path, p.reason) for p in archive.problems] == [(target, "cannot read (Permission denied)")]
+    assert archive.labels() == ["stack-a", "stack-b", BAD_LABEL]  # listed, without its samples
+    assert [p.path for p in archive.problems] == [target]
+    assert archive.problems[0].reason.startswith("cannot read (Permission denied); the run is loaded without its samples")
 
 
 @pytest.mark.skipif(os.geteuid() == 0, reason="root reads through permission bits; see the monkeypatched test")
@@ -361,8 +371,8 @@ def test_unreadable_file_via_permission_bits(runs: Path) -> None:
     path = bad_run(runs) / s.SAMPLES_FILE
     path.chmod(0)
     archive = load_archive(runs)
-    assert archive.labels() == ["stack-a", "stack-b"]
-    assert [p.reason for p in archive.problems] == ["cannot read (Permission denied)"]
+    assert archive.labels() == ["stack-a", "stack-b", BAD_LABEL]
+    assert [p.reason.split(";")[0] for p in archive.problems] == ["cannot read (Permission denied)"]
 
 
 @pytest.mark.parametrize("command", [["runs"], ["compare", "stack-a", "stack-b"]])
@@ -383,5 +393,5 @@ def test_compare_with_every_run_broken_is_exit_2(tmp_path: Path) -> None:
     result = _invoke("compare", "stack-a", "stack-b", "--runs", str(root))
     _no_traceback(result)
     assert result.exit_code == 2
-    assert "no label 'stack-a'" in result.output and "labels: none" in result.output
-    assert "samples.parquet" in result.output  # the skipped files are listed too
+    assert "no case measured on both 'stack-a' and 'stack-b'" in result.output  # listed, but nothing measured
+    assert "samples.parquet" in result.output  # the damaged files are named too

@@ -19,7 +19,7 @@ from collector.archive import read_table
         (["--only", "no-such-case-xyz", "--suite", "smoke"], "no cases matching --only 'no-such-case-xyz'"),
         (["--label", ""], "--label '' has no letters or digits"),
         (["--label", "!!!"], "--label '!!!' has no letters or digits"),
-        (["--processes", "0"], "--processes 0 must be at least 1"),
+        (["--processes", "0"], "--processes: must be a whole number at least 1, not '0'"),
         (["--out", "/proc/imagebench-cannot-write-here"], "--out: cannot create output folder /proc/imagebench-cannot-write-here"),
         (["--python", "/nonexistent/python"], "--python '/nonexistent/python' is not an executable file"),
         (["--interleave"], "--interleave needs at least two --python stacks"),

@@ -20,6 +20,7 @@ import pytest
 
 from collector import schema as s
 from collector.archive import read_table
+from collector.lock import LOCK_FILE
 from reporter.load import load_archive
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -206,7 +207,9 @@ def test_sigkill_part_way_then_resume_matches_an_uninterrupted_run(tmp_path):
     assert env[("run", "status")] == "running"  # nobody could mark it
     assert attempts(cases) == {(MATMUL, 0): "ok"}
     assert {(x["case_id"], x["process"]) for x in samples} == {(MATMUL, 0)}
-    assert not [p for p in folder.iterdir() if p.name.startswith(".")]
+    # no temporary file left; the lock file stays, naming the killed writer (a later resume takes it over)
+    assert [p.name for p in folder.iterdir() if p.name.startswith(".")] == [LOCK_FILE]
+    assert (folder / LOCK_FILE).read_text().strip() == str(proc.pid)
     assert load_archive(out).problems == []
     # the workers died with their collector (PR_SET_PDEATHSIG): none is left running a case
     deadline = time.monotonic() + 10
@@ -227,6 +230,7 @@ def test_sigkill_part_way_then_resume_matches_an_uninterrupted_run(tmp_path):
     # the case finished before the kill was kept, not measured again
     assert next(c for c in cases if c["case_id"] == MATMUL and c["process"] == 0)["started_at"] == kept["started_at"]
     assert [p.name for p in folder.parent.iterdir()] == [folder.name]  # no second run folder
+    assert "took over a stale lock of process" in stderr and not (folder / LOCK_FILE).exists()
 
 
 # -- SIGINT and SIGTERM ----------------------------------------------------------------------

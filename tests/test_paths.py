@@ -31,6 +31,15 @@ HOSTILE_NAMES = [
 SAFE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 
 
+def _safe_label(name: str) -> bool:
+    """A label folder: one path component, printable Unicode allowed (see ``sanitize_label``)."""
+    import unicodedata
+
+    return (not name.startswith((".", "-", "_")) and "/" not in name and "\\" not in name
+            and len(name.encode("utf-8")) <= s.MAX_LABEL_BYTES
+            and not any(unicodedata.category(c)[0] in "CZ" and c != "\u200d" for c in name))
+
+
 def _inside(child: Path, parent: Path) -> bool:
     return child.resolve().is_relative_to(parent.resolve()) and child.resolve() != parent.resolve()
 
@@ -48,7 +57,7 @@ def test_a_label_names_one_folder_inside_out_or_is_refused(tmp_path: Path, label
         with pytest.raises(s.SchemaError):
             RunWriter.create(out, label)
         return
-    assert SAFE.fullmatch(folder_name) and len(folder_name) <= s.MAX_LABEL_LENGTH
+    assert _safe_label(folder_name) and len(folder_name) <= s.MAX_LABEL_LENGTH
     assert not folder_name.endswith(".")
     w = RunWriter.create(out, label)
     assert w.folder.parent == out / folder_name and _inside(w.folder, out)
@@ -62,7 +71,7 @@ def test_sanitize_label_never_escapes(label: str) -> None:
         name = s.sanitize_label(label)
     except s.SchemaError:
         return
-    assert SAFE.fullmatch(name) and len(name) <= s.MAX_LABEL_LENGTH
+    assert _safe_label(name) and len(name) <= s.MAX_LABEL_LENGTH
     assert name not in (".", "..") and "/" not in name and "\x00" not in name
     base = Path("/srv/runs")
     assert (base / name).parent == base

@@ -101,7 +101,7 @@ def test_unknown_label_is_one_clear_line_and_exit_2(run_cli, runs_dir):
     r = _reporter(run_cli, "compare", "stack-a", "stack-z", "--runs", str(runs_dir))
     assert r.returncode == 2, (r.stdout, r.stderr)
     assert r.stderr.strip().splitlines()[-1] == (
-        f"Error: no label 'stack-z' under {runs_dir}; labels: stack-a, stack-b"
+        f"Error: no label 'stack-z' under {runs_dir}; labels: stack-a, stack-b, stack-bad"  # stack-bad: listed, no samples
     )
     assert "Traceback" not in r.stderr
     r = _reporter(run_cli, "compare", "stack-a", "stack-b", "--runs", str(runs_dir), "--strict")
@@ -162,7 +162,7 @@ def test_runs_lists_runs_and_problems(run_cli, runs_dir):
     assert "1 problem(s)" in out and "samples.parquet" in out and "non-finite" in out
     r = _in_process("runs", "--runs", str(runs_dir), "--format", "json")
     data = json.loads(r.stdout)
-    assert len(data["runs"]) == 3 and data["problems"][0]["path"].endswith("samples.parquet")
+    assert len(data["runs"]) == 4 and data["problems"][0]["path"].endswith("samples.parquet")  # stack-bad: listed, no samples
 
 
 def test_help_and_console_script(run_cli, runs_dir):

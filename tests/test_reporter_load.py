@@ -100,7 +100,8 @@ def test_ok_samples_leave_out_failed_and_unrecorded_attempts(archive_dir):
 def test_invalid_values_are_reported_with_the_file_and_skipped(archive_dir, values, reason):
     write_run(archive_dir, "stack-bad", {"mm[n=1]": values}, run_id=run_id(5))
     a = load_archive(archive_dir)
-    assert a.labels() == ["stack-a", "stack-b"]
+    assert a.labels() == ["stack-a", "stack-b", "stack-bad"]  # listed, its samples skipped
+    assert a.select("stack-bad").samples.empty and a.select("stack-bad").cases.empty
     (p,) = a.problems
     assert p.path.endswith("stack-bad/" + run_id(5) + "/samples.parquet")
     assert reason in p.reason
@@ -125,7 +126,8 @@ def test_broken_runs_are_reported_and_the_rest_load(archive_dir):
     assert "not a readable Parquet file" in reasons[f"stack-x/{run_id(7)}/samples.parquet"]
     assert "does not match the folder name" in reasons[f"stack-x/{run_id(9)}/environment.parquet"]
     assert len(a.problems) == 4
-    assert a.labels() == ["stack-a", "stack-b"]
+    assert a.labels() == ["stack-a", "stack-b", "stack-x"]  # the run with corrupt samples is listed without them
+    assert list(a.select("stack-x").runs["run_id"].astype(str)) == [run_id(7)]
 
 
 def test_duplicate_run_ids_are_all_skipped(archive_dir):
