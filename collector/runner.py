@@ -628,14 +628,16 @@ class Runner:
             items=finite_or_none(_number(result.get("items"), None)),
             items_unit=_clean_text(result.get("items_unit")),
             family=registry()[case.workload].family if case.workload in registry() else None,
+            settings=_clean_text(result.get("settings")) if status == STATUS_OK else None,
         )
+        gpu_rows = _gpu_rows(result.get("gpu_state"), case.case_id, task.process, planned.writer) if status == STATUS_OK else []
         # Swap the lists in whole, so a signal arriving here sees either the old state or
         # the new one; the attempt stops being in flight once it is in memory.
         others = [r for r in planned.records if not (r.case_id == case.case_id and r.process == task.process)]
         other_samples = [s for s in planned.samples if not (s.case_id == case.case_id and s.process == task.process)]
         planned.records, planned.samples = others + [record], other_samples + samples
         self.in_flight = None
-        planned.writer.write_cases(planned.records, planned.samples)
+        planned.writer.write_attempt([record], samples, gpu_rows)  # appended: the cost stays flat per case
 
     def record_interrupted(self) -> None:
         """Mark the case in flight as interrupted (it is re-run by --resume) and write
@@ -645,7 +647,7 @@ class Runner:
         if task is not None:
             self.record(task, self._failure(STATUS_INTERRUPTED, "the run was interrupted while this case ran"))
         for p in self.planned:
-            p.writer.write_cases(p.records, p.samples)
+            p.writer.compact()
 
 
 def _clean_text(value: Any) -> str | None:
@@ -660,6 +662,20 @@ def _number(value: Any, default: float | None) -> float | None:
         return float(value) if value is not None else default
     except (TypeError, ValueError):
         return default
+
+
+def _gpu_rows(rows: Any, case_id: str, process: int, writer: RunWriter) -> list[dict[str, Any]]:
+    """The worker's GPU-state rows for one attempt, or none if they would not validate."""
+    from collector.schema import GPU_STATE_FILE
+
+    if not isinstance(rows, list) or not rows:
+        return []
+    try:
+        out = [{**row, "case_id": case_id, "process": process} for row in rows if isinstance(row, dict)]
+        validate_table(GPU_STATE_FILE, records_to_table(GPU_STATE_FILE, out, run_id=writer.run_id, label=writer.label))
+    except (SchemaError, TypeError, ValueError, OverflowError, pa.ArrowException):
+        return []  # a GPU reading the schema refuses is dropped; the case's samples stand
+    return out
 
 
 def _invalid_samples(samples: list[SampleRecord], writer: RunWriter) -> str | None:
@@ -830,6 +846,7 @@ def _stack_changes(before: list[EnvironmentEntry], now: list[EnvironmentEntry]) 
 
 def finish(planned: list[Planned], status: str) -> None:
     for p in planned:
+        p.writer.compact()  # the part files become the three (or four) files of the run
         p.writer.write_environment(environment_rows(p, status))
 
 
