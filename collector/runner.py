@@ -22,6 +22,7 @@ import os
 import queue
 import shutil
 import signal
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -85,6 +86,11 @@ class Stack:
 
     python: str
     label: str | None = None
+    env: tuple[tuple[str, str], ...] = ()  # variables set for this stack's workers only
+
+    def environ(self) -> dict[str, str] | None:
+        """The environment of this stack's workers (None: the collector's own)."""
+        return {**os.environ, **dict(self.env)} if self.env else None
 
 
 @dataclass
@@ -103,6 +109,9 @@ class RunOptions:
     data_dir: str | None = None
     interleave: bool = False
     argv: list[str] = field(default_factory=list)
+    adaptive_s: float | None = None  # seconds for adaptive replication after the planned processes
+    max_processes: int | None = None  # adaptive replication's cap per case (default 2 x processes)
+    run_entries: dict[str, str] = field(default_factory=dict)  # extra run-section rows (the doctor's verdict)
 
 
 @dataclass
@@ -367,7 +376,7 @@ def rotated(items: list[Any], process: int, processes: int) -> list[Any]:
 
 def probe(stack: Stack, options: RunOptions, log_path: Path) -> tuple[DeviceInfo, list[EnvironmentEntry]]:
     """Ask the stack's interpreter for device facts and the fingerprint."""
-    worker = Worker(stack.python, log_path)
+    worker = Worker(stack.python, log_path, env=stack.environ())
     try:
         worker.wait_ready(PROBE_TIMEOUT_S)
         worker.send({"cmd": "probe", "device": options.device, "image": options.image, "argv": options.argv})
@@ -453,6 +462,7 @@ class Runner:
         self.progress_enabled = progress
         self.in_flight: Task | None = None
         self.in_flight_started = 0.0
+        self.worker_start_s = 0.0  # the longest a worker took to start (adaptive replication plans with it)
         # Worker stderr goes to scratch logs outside the archive; a failure's record
         # carries the end of its log, and the logs go when the run ends.
         self.log_dir = Path(tempfile.mkdtemp(prefix="imagebench-workers-"))
@@ -496,12 +506,15 @@ class Runner:
             self.workers.pop(other).close()
         planned = self.planned[task.stack_index]
         log = self.log_dir / f"{planned.writer.label}-{task.process}.log"
-        worker = Worker(planned.stack.python, log)
+        t0 = time.monotonic()
+        worker = Worker(planned.stack.python, log, env=planned.stack.environ())
         self.workers[key] = worker
         worker.wait_ready(PROBE_TIMEOUT_S)  # importing torch is not part of any case's time
+        self.worker_start_s = max(self.worker_start_s, time.monotonic() - t0)
         return worker
 
     def run(self, tasks: list[Task]) -> None:
+        self.log_dir.mkdir(parents=True, exist_ok=True)  # again for adaptive replication's rounds
         progress = Progress(len(tasks), enabled=self.progress_enabled)
         try:
             for task in tasks:
@@ -522,6 +535,86 @@ class Runner:
                 worker.close()
             self.workers.clear()
             shutil.rmtree(self.log_dir, ignore_errors=True)
+
+    # -- adaptive replication -----------------------------------------------------------
+    def widths(self, stack_index: int) -> dict[str, tuple[float, int, float]]:
+        """Per case of a stack: (relative CI half-width of its main metric, processes, mean
+        seconds an attempt took), for cases recorded ok in every process so far."""
+        from collector.replication import compute_rel_half_width
+
+        planned = self.planned[stack_index]
+        attempts: dict[str, list[CaseRecord]] = {}
+        for r in planned.records:
+            attempts.setdefault(r.case_id, []).append(r)
+        by_case: dict[str, dict[str, list[SampleRecord]]] = {}
+        for smp in planned.samples:
+            if smp.better != "none":
+                by_case.setdefault(smp.case_id, {}).setdefault(smp.metric, []).append(smp)
+        out = {}
+        for case_id, rows in attempts.items():
+            metrics = by_case.get(case_id)
+            if not metrics or any(r.status != STATUS_OK for r in rows) or len(rows) < 2:
+                continue
+            name = "time" if "time" in metrics else ("latency" if "latency" in metrics else next(iter(metrics)))
+            values = metrics[name]
+            if len({v.process for v in values}) < 2:
+                continue  # one process (a one-off measurement): no between-process spread to narrow
+            width = compute_rel_half_width([v.value for v in values], [v.process for v in values])
+            out[case_id] = (width, len(rows), sum(r.duration_s for r in rows) / len(rows))
+        return out
+
+    def replicate(self, budget_s: float) -> None:
+        """Add processes to the cases whose CIs are widest, within ``budget_s`` seconds.
+
+        Each round starts one more worker process per stack and runs in it the cases of
+        the wider half (CI half-width above the median of all cases), widest first, as
+        many as the time left allows (an attempt is expected to take as long as its
+        earlier ones did), up to ``max_processes`` per case. Interleaved stacks get the
+        same cases in the same round, so pairs by round stay whole. What was added is
+        recorded in the run section (``replication``).
+        """
+        start = time.monotonic()
+        cap = self.options.max_processes or 2 * self.options.processes
+        added: dict[str, int] = {}
+        rounds = 0
+        by_id = [{c.case_id: c for c in p.cases} for p in self.planned]
+        while True:
+            # A round starts a fresh worker per stack (a new process is the new replicate).
+            left = budget_s - (time.monotonic() - start) - self.worker_start_s * len(self.planned)
+            widths = self.widths(0)
+            eligible = [
+                (w, cid, n, d) for cid, (w, n, d) in widths.items()
+                if n < cap and cid in by_id[0] and registry()[by_id[0][cid].workload].max_processes is None
+                and all(cid in b for b in by_id)
+            ]
+            if not eligible or left <= 0:
+                break
+            # The wider half: above the median width of every case measured (capped included).
+            cut = statistics.median(w for w, _, _ in widths.values())
+            chosen, spend = [], 0.0
+            for w, cid, n, d in sorted(eligible, key=lambda e: -e[0]):
+                cost = d * len(self.planned)
+                if not w > cut:
+                    break
+                if spend + cost > left:
+                    continue
+                chosen.append((cid, n))
+                spend += cost
+            if not chosen:
+                break
+            rounds += 1
+            tasks = []
+            for cid, n in chosen:
+                for s in range(len(self.planned)) if rounds % 2 else reversed(range(len(self.planned))):
+                    tasks.append(Task(s, n, by_id[s][cid]))
+                added[cid] = added.get(cid, 0) + 1
+            # One new process index per round: order by process so each runs in one worker.
+            tasks.sort(key=lambda t: (t.process, t.stack_index))
+            self.run(tasks)
+        entry = json.dumps({"budget_s": budget_s, "spent_s": round(time.monotonic() - start, 1), "cap": cap,
+                            "rounds": rounds, "added": dict(sorted(added.items()))}, sort_keys=True)
+        for p in self.planned:
+            p.run_entries["replication"] = entry
 
     def kill_workers(self) -> None:
         for key in list(self.workers):
@@ -763,6 +856,9 @@ def start_run(options: RunOptions, planned: list[Planned] | None = None) -> list
         }
         if stack.label and stack.label != writer.label:
             run_entries["label_given"] = stack.label
+        if stack.env:
+            run_entries["stack_env"] = json.dumps(dict(stack.env), sort_keys=True)
+        run_entries.update(options.run_entries)
         p = Planned(stack, device, fingerprint, writer, cases, run_entries=run_entries)
         try:
             writer.write_environment(environment_rows(p, RUN_RUNNING))
@@ -845,9 +941,16 @@ def _stack_changes(before: list[EnvironmentEntry], now: list[EnvironmentEntry]) 
 
 
 def finish(planned: list[Planned], status: str) -> None:
+    failure: ArchiveError | None = None
     for p in planned:
-        p.writer.compact()  # the part files become the three (or four) files of the run
+        try:
+            p.writer.compact()  # the part files become the three (or four) files of the run
+        except ArchiveError as e:  # a full disk: the parts keep every attempt; say so, mark the run
+            failure = failure or e
+            status = RUN_INTERRUPTED
         p.writer.write_environment(environment_rows(p, status))
+    if failure is not None:
+        raise failure
 
 
 def execute(
@@ -884,6 +987,8 @@ def execute(
             on_start(planned)
         runner = Runner(options, planned, progress=progress)
         runner.run(runner.tasks(done))
+        if options.adaptive_s:
+            runner.replicate(options.adaptive_s)
         finish(planned, RUN_COMPLETE)
         return planned
     except BaseException as e:

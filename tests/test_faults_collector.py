@@ -307,7 +307,9 @@ def test_a_write_failing_mid_run_is_a_clear_error_and_keeps_what_was_written(tmp
     assert "Traceback" not in stderr
     folder = run_folder(out)
     line = stderr.strip().splitlines()[-1]
-    assert line.startswith(f"collector: error: cannot write {folder / s.SAMPLES_FILE}: File too large")
+    # the attempt's samples part is what failed to write (each attempt is appended as parts)
+    assert line.startswith(f"collector: error: cannot write {folder / s.PARTS_FOLDER}/")
+    assert f"{s.SAMPLES_FILE}: File too large" in line
     assert f"resume with: collector run --resume {folder}" in line
     # what was written before stays whole: three valid files, the first case in them
     env, cases, samples = read_run(folder)
