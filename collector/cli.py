@@ -146,18 +146,26 @@ def cmd_run(args: argparse.Namespace) -> int:
         adaptive_s=args.adaptive,
         max_processes=args.max_processes,
     )
+    doctor_line = ""
     if not args.no_doctor and args.resume is None:
-        from collector.doctor import print_checks, run_checks, run_entries
+        from collector.doctor import WARN, run_checks, run_entries, verdict
 
         checks = run_checks(out=options.out, suite=args.suite, data_dir=args.data_dir, with_torch=False)
-        print_checks(checks, file=sys.stderr)
         options.run_entries.update(run_entries(checks))
+        warned = [c.name for c in checks if c.status == WARN]
+        doctor_line = f"collector: doctor: {verdict(checks)}" + (f" ({', '.join(warned)}; see `collector doctor`)" if warned else "")
     resume = Path(args.resume) if args.resume else None
     if resume is not None and not resume.is_dir():
         raise CLIError(f"--resume {args.resume!r} is not a run folder")
     started: list[Any] = []
+
+    def on_start(planned: list[Any]) -> None:
+        started.extend(planned)
+        if doctor_line:  # once the run exists: a bad flag or folder still gets its one error line
+            print(doctor_line, file=sys.stderr, flush=True)
+
     try:
-        planned = execute(options, resume=resume, progress=not args.no_progress and sys.stderr.isatty(), on_start=started.extend)
+        planned = execute(options, resume=resume, progress=not args.no_progress and sys.stderr.isatty(), on_start=on_start)
     except RunError as e:
         raise CLIError(str(e) + _resume_hint(started)) from None
     except ArchiveError as e:  # the disk failed part-way: say what is kept and how to go on
