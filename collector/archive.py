@@ -328,7 +328,21 @@ def merge_parts(folder: Path, tables: dict[str, pa.Table]) -> dict[str, pa.Table
     for rank, seq in enumerate(committed, start=1):
         for kind in (CASES_FILE, SAMPLES_FILE, GPU_STATE_FILE):
             if (seq, kind) in present:
-                pieces[kind].append(_ranked(read_table(parts_dir / f"{seq:06d}.{kind}", kind)[0], kind, rank))
+                path = parts_dir / f"{seq:06d}.{kind}"
+                try:
+                    table = pq.read_table(path)
+                except Exception as e:  # validated below, all parts of a kind at once (one pass, not one per file)
+                    raise ArchiveError(f"{path}: not a readable Parquet file ({e})") from e
+                pieces[kind].append(_ranked(table, kind, rank))
+    for kind in (CASES_FILE, SAMPLES_FILE, GPU_STATE_FILE):
+        parts_only = pa.concat_tables(pieces[kind][1:]) if len(pieces[kind]) > 1 else None
+        if parts_only is not None and parts_only.num_rows:
+            try:
+                _check_strings(parts_only, f"{parts_dir}: ")
+                validate_table(kind, parts_only.drop_columns(["_rank", "_row"]).replace_schema_metadata(
+                    out[kind].schema.metadata or {b"schema_version": b"2", b"run_id": b"?"}), where=f"{parts_dir} ({kind} parts)")
+            except SchemaError as e:
+                raise ArchiveError(str(e)) from e
     cases = pa.concat_tables(pieces[CASES_FILE])
     winners = cases.select([*_KEYS, "_rank"]).group_by(_KEYS).aggregate([("_rank", "max")])
     import pyarrow.compute as pc
