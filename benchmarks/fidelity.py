@@ -1,13 +1,14 @@
 """Fidelity: the collector's median against triton's do_bench and torch.utils.benchmark.
 
-For every microbenchmark case of a suite (matmul, conv2d, memory), the workload's own
+For every microbenchmark case of a suite (matmul, conv2d, memory; the float32 cases in each
+regime: ``fp32`` at the stack's defaults, ``fp32-strict``, ``tf32``), the workload's own
 ``run`` builds its inputs and calls ``ctx.time(fn)``; this script intercepts that call,
 lets the collector time ``fn`` as usual, then times the very same ``fn`` (same tensors,
 same process) with ``triton.testing.do_bench(fn, return_mode="median")`` and with
 ``torch.utils.benchmark.Timer.blocked_autorange``. Prints one table of medians and
 ratios; ``--json PATH`` also writes every figure.
 
-    python benchmarks/fidelity.py --suite quick [--json fidelity.json]
+    python benchmarks/fidelity.py --suite quick [--only PATTERN ...] [--json fidelity.json]
 
 Needs a CUDA GPU (and triton for the do_bench column).
 """
@@ -25,9 +26,10 @@ from typing import Any, Callable
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from collector.context import Context  # noqa: E402
+from collector.runner import matches  # noqa: E402
 from collector.suites import SUITES  # noqa: E402
 from collector.worker import probe_device  # noqa: E402
-from collector.workloads import DeviceInfo, registry  # noqa: E402
+from collector.workloads import Case, DeviceInfo, registry  # noqa: E402
 
 MICRO = ("matmul", "conv2d", "memory")
 
@@ -59,6 +61,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--suite", default="quick")
     parser.add_argument("--json", type=Path)
+    parser.add_argument("--only", action="append", default=[], metavar="PATTERN", help="cases as `collector run --only` selects them")
     args = parser.parse_args()
     info = DeviceInfo.from_json(probe_device("cuda"))
     policy = SUITES[args.suite].policy
@@ -67,6 +70,8 @@ def main() -> int:
     for name in MICRO:
         workload = registry()[name]
         for params in workload.cases(args.suite, info):
+            if not matches(Case(name, params), args.only):
+                continue
             ctx = FidelityContext(info=info, suite=args.suite, policy=policy)
             workload.run(params, ctx)
             case = f"{name} " + " ".join(f"{k}={v}" for k, v in sorted(params.items()))
@@ -80,6 +85,7 @@ def main() -> int:
                     collector_over_tub=ctx.collector_median / ctx.tub,
                     samples=ctx.collector_samples,
                     k=ctx.collector_k,
+                    settings=ctx.recorded.settings,  # the precision regime in force (fp32 = the stack's defaults)
                 )
             )
             r = rows[-1]

@@ -3,6 +3,12 @@
 Every write goes to a temporary file in the same folder, is fsynced, then renamed over
 the target, so a reader (or a crash) never sees a partial Parquet file. A run folder is
 created exclusively: an existing run is never overwritten.
+
+While a run records, each finished attempt is appended as part files under
+``parts/`` (its samples and GPU state, then its one-row cases part, which commits it),
+so writing a case costs the same however many came before; ``compact`` folds the parts
+into the main files at the end. ``merge_parts`` gives a reader of a folder that still
+holds parts (a killed run) the same tables compaction would have written.
 """
 
 from __future__ import annotations
@@ -22,6 +28,8 @@ import pyarrow.parquet as pq
 from collector.schema import (
     CASES_FILE,
     ENVIRONMENT_FILE,
+    GPU_STATE_FILE,
+    PARTS_FOLDER,
     RUN_FILES,
     SAMPLES_FILE,
     SchemaError,
@@ -106,6 +114,7 @@ class RunWriter:
     run_id: str
     label: str
     final: Path | None = None  # where a staged run goes on ``publish``
+    _next_part: int | None = None
 
     @classmethod
     def create(cls, out: Path, label: str, *, staged: bool = False) -> "RunWriter":
@@ -185,13 +194,15 @@ class RunWriter:
             label = sanitize_label(label)
         except SchemaError as e:
             raise ArchiveError(f"{env_path}: {e}") from None
-        for name in RUN_FILES:
-            for tmp in folder.glob(f".{name}.*.tmp"):
+        for pattern in [f".{name}.*.tmp" for name in (*RUN_FILES, GPU_STATE_FILE)] + [f"{PARTS_FOLDER}/.*.tmp"]:
+            for tmp in folder.glob(pattern):
                 try:
                     tmp.unlink()
                 except OSError:
                     pass
-        return cls(folder=folder, run_id=run_id, label=label)
+        writer = cls(folder=folder, run_id=run_id, label=label)
+        writer.compact()  # what a killed run appended joins the main files before resuming
+        return writer
 
     def write(self, kind: str, records: Iterable[Any]) -> None:
         table = records_to_table(kind, records, run_id=self.run_id, label=self.label)
@@ -205,6 +216,158 @@ class RunWriter:
         # not yet written, which a resume re-measures, never a case row without samples.
         self.write(SAMPLES_FILE, samples)
         self.write(CASES_FILE, cases)
+
+    def write_attempt(self, cases: list[Any], samples: list[Any], gpu_state: list[Any] = ()) -> None:
+        """Append one finished attempt as part files; its cases part, written last, commits it.
+
+        A crash before the cases part leaves parts no reader counts (the attempt was in
+        flight); one after leaves a committed attempt that ``merge_parts`` reads.
+        """
+        parts = self.folder / PARTS_FOLDER
+        try:
+            parts.mkdir(exist_ok=True)
+        except OSError as e:
+            raise ArchiveError(f"cannot create {parts}: {e.strerror or e}") from e
+        if self._next_part is None:
+            self._next_part = max((s for s, _ in _part_files(parts)), default=-1) + 1
+        seq = self._next_part
+        self._next_part += 1
+        for kind, records in ((SAMPLES_FILE, samples), (GPU_STATE_FILE, gpu_state), (CASES_FILE, cases)):
+            if records or kind == CASES_FILE:
+                table = records_to_table(kind, records, run_id=self.run_id, label=self.label)
+                write_table_atomic(table, parts / f"{seq:06d}.{kind}")
+
+    def compact(self) -> None:
+        """Fold the part files into the main files, then remove them (crash-safe at every step).
+
+        The main files are rewritten (samples and GPU state first, cases last) with what
+        ``merge_parts`` reads; the parts are removed afterwards, each cases part before
+        its companions, so a crash at any point leaves a folder that reads the same.
+        """
+        parts = self.folder / PARTS_FOLDER
+        if not parts.is_dir():
+            return
+        tables = {kind: read_table(self.folder / kind, kind)[0] for kind in (CASES_FILE, SAMPLES_FILE)}
+        if (self.folder / GPU_STATE_FILE).is_file():
+            tables[GPU_STATE_FILE] = read_table(self.folder / GPU_STATE_FILE, GPU_STATE_FILE)[0]
+        merged = merge_parts(self.folder, tables)
+        meta = table_meta(self.run_id, self.label)
+        for kind in (SAMPLES_FILE, GPU_STATE_FILE, CASES_FILE):
+            table = merged.get(kind)
+            if table is None or (kind == GPU_STATE_FILE and table.num_rows == 0 and kind not in tables):
+                continue
+            write_table_atomic(table.replace_schema_metadata(meta), self.folder / kind)
+        for seq, kind in sorted(_part_files(parts), key=lambda p: (p[0], p[1] != CASES_FILE)):
+            try:
+                (parts / f"{seq:06d}.{kind}").unlink()
+            except OSError as e:
+                raise ArchiveError(f"cannot remove {parts / f'{seq:06d}.{kind}'}: {e.strerror or e}") from e
+        for leftover in parts.iterdir():  # an uncommitted attempt's parts, temp files
+            try:
+                leftover.unlink()
+            except OSError:
+                pass
+        try:
+            parts.rmdir()
+        except OSError:
+            pass
+        _fsync_dir(self.folder)
+        self._next_part = None
+
+
+def table_meta(run_id: str, label: str) -> dict[bytes, bytes]:
+    from collector.schema import table_metadata
+
+    return table_metadata(run_id=run_id, label=label)
+
+
+def _part_files(parts: Path) -> list[tuple[int, str]]:
+    """(sequence number, file kind) of every part file in ``parts``."""
+    out = []
+    try:
+        names = [p.name for p in parts.iterdir()]
+    except OSError:
+        return out
+    for name in names:
+        seq, _, kind = name.partition(".")
+        if seq.isdigit() and kind in (CASES_FILE, SAMPLES_FILE, GPU_STATE_FILE):
+            out.append((int(seq), kind))
+    return out
+
+
+def has_parts(folder: Path) -> bool:
+    """True when a run folder holds part files not yet compacted (a run recording, or killed)."""
+    return (Path(folder) / PARTS_FOLDER).is_dir()
+
+
+_KEYS = ["case_id", "process"]
+
+
+def merge_parts(folder: Path, tables: dict[str, pa.Table]) -> dict[str, pa.Table]:
+    """The main tables of ``folder`` (given, validated) with its committed parts merged in.
+
+    A part is committed when its cases part exists. Each (case, process) attempt is
+    taken from the last source that has a case row for it (main files, then parts in
+    order), its samples and GPU-state rows from the same source; rows of keys with no
+    case row anywhere (samples written just before a kill) are kept as they were.
+    Returns cases, samples and GPU-state tables (an empty GPU-state table where there
+    is none). Raises ``ArchiveError`` naming a part file that does not read.
+    """
+    from collector.schema import SCHEMAS
+
+    folder = Path(folder)
+    out = dict(tables)
+    if GPU_STATE_FILE not in out:
+        out[GPU_STATE_FILE] = SCHEMAS[GPU_STATE_FILE].empty_table()
+    parts_dir = folder / PARTS_FOLDER
+    files = _part_files(parts_dir) if parts_dir.is_dir() else []
+    committed = sorted({seq for seq, kind in files if kind == CASES_FILE})
+    if not committed:
+        return out
+    present = set(files)
+    pieces: dict[str, list[pa.Table]] = {}
+    for kind in (CASES_FILE, SAMPLES_FILE, GPU_STATE_FILE):
+        pieces[kind] = [_ranked(out[kind], kind, 0)]
+    for rank, seq in enumerate(committed, start=1):
+        for kind in (CASES_FILE, SAMPLES_FILE, GPU_STATE_FILE):
+            if (seq, kind) in present:
+                path = parts_dir / f"{seq:06d}.{kind}"
+                try:
+                    table = pq.read_table(path)
+                except Exception as e:  # validated below, all parts of a kind at once (one pass, not one per file)
+                    raise ArchiveError(f"{path}: not a readable Parquet file ({e})") from e
+                pieces[kind].append(_ranked(table, kind, rank))
+    for kind in (CASES_FILE, SAMPLES_FILE, GPU_STATE_FILE):
+        parts_only = pa.concat_tables(pieces[kind][1:]) if len(pieces[kind]) > 1 else None
+        if parts_only is not None and parts_only.num_rows:
+            try:
+                _check_strings(parts_only, f"{parts_dir}: ")
+                validate_table(kind, parts_only.drop_columns(["_rank", "_row"]).replace_schema_metadata(
+                    out[kind].schema.metadata or {b"schema_version": b"2", b"run_id": b"?"}), where=f"{parts_dir} ({kind} parts)")
+            except SchemaError as e:
+                raise ArchiveError(str(e)) from e
+    cases = pa.concat_tables(pieces[CASES_FILE])
+    winners = cases.select([*_KEYS, "_rank"]).group_by(_KEYS).aggregate([("_rank", "max")])
+    import pyarrow.compute as pc
+
+    for kind in (CASES_FILE, SAMPLES_FILE, GPU_STATE_FILE):
+        table = pa.concat_tables(pieces[kind]).join(winners, _KEYS, join_type="left outer")
+        keep = pc.or_kleene(pc.is_null(table["_rank_max"]), pc.equal(table["_rank"], table["_rank_max"]))
+        table = table.filter(pc.fill_null(keep, True)).sort_by([("_rank", "ascending"), ("_row", "ascending")])
+        table = table.drop_columns(["_rank", "_rank_max", "_row"])
+        schema = SCHEMAS[kind]
+        out[kind] = table.select(schema.names).cast(schema).replace_schema_metadata(out[kind].schema.metadata)
+    return out
+
+
+def _ranked(table: pa.Table, kind: str, rank: int) -> pa.Table:
+    """``table`` in its kind's schema with its source rank and row number (to keep order)."""
+    from collector.schema import SCHEMAS
+
+    schema = SCHEMAS[kind]
+    t = upgrade_table(kind, table).select(schema.names).replace_schema_metadata(None).cast(schema)
+    t = t.append_column("_rank", pa.array([rank] * t.num_rows, type=pa.int32()))
+    return t.append_column("_row", pa.array(range(t.num_rows), type=pa.int64()))
 
 
 def _refuse_symlink(path: Path, archive: Path) -> None:
@@ -263,3 +426,23 @@ def _check_strings(table: pa.Table, prefix: str) -> None:
             raise SchemaError(
                 f"{prefix}column {field.name!r} holds a string of {longest:,} bytes; the limit is {MAX_STRING_BYTES:,}"
             )
+
+
+def read_run(folder: Path) -> dict[str, tuple[pa.Table, dict[str, str]]]:
+    """Every table of a run folder, validated, with any part files merged in.
+
+    Returns ``{file name: (table, metadata)}`` for the environment, cases, samples and
+    GPU-state tables (an empty GPU-state table where the run has none). Raises
+    ``ArchiveError`` naming the first file that does not read.
+    """
+    folder = Path(folder)
+    out = {kind: read_table(folder / kind, kind) for kind in RUN_FILES}
+    tables = {kind: out[kind][0] for kind in (CASES_FILE, SAMPLES_FILE)}
+    if (folder / GPU_STATE_FILE).is_file():
+        out[GPU_STATE_FILE] = read_table(folder / GPU_STATE_FILE, GPU_STATE_FILE)
+        tables[GPU_STATE_FILE] = out[GPU_STATE_FILE][0]
+    merged = merge_parts(folder, tables)
+    for kind in (CASES_FILE, SAMPLES_FILE, GPU_STATE_FILE):
+        meta = out[kind][1] if kind in out else out[CASES_FILE][1]
+        out[kind] = (merged[kind], meta)
+    return out

@@ -36,6 +36,17 @@ class OneLineParser(argparse.ArgumentParser):
         self.exit(EXIT_USAGE, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
+class _StackEnv(argparse.Action):
+    """``--env NAME=VALUE``: a variable for the stack of the ``--python`` given before it."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, value: Any, option: Any = None) -> None:
+        name, eq, val = str(value).partition("=")
+        if not eq or not name or not name.replace("_", "a").isalnum():
+            raise CLIError(f"--env {value!r} is not NAME=VALUE")
+        stack = max(0, len(namespace.python) - 1)
+        namespace.env = [*namespace.env, (stack, name, val)]
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = OneLineParser(prog="collector", description="Record benchmark runs of this PyTorch stack.")
     parser.add_argument("--version", action="version", version=f"imagebench collector {__version__}")
@@ -55,7 +66,20 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--case-timeout", type=positive_float, help="seconds after which a case is killed and recorded as timeout (default: the workload's)")
     run.add_argument("--data-dir", type=folder_path, help="folder with real datasets in torchvision's format (never downloaded)")
     run.add_argument("--resume", metavar="RUN_DIR", type=folder_path, help="finish an interrupted run: run only its missing cases, same run id")
+    run.add_argument("--env", action=_StackEnv, default=[], metavar="NAME=VALUE",
+                     help="set a variable for the stack of the preceding --python (or the only stack); repeatable")
+    run.add_argument("--adaptive", type=positive_float, metavar="SECONDS",
+                     help="after the planned processes, spend up to SECONDS adding processes to the cases with the widest CIs")
+    run.add_argument("--max-processes", type=positive_int, help="with --adaptive, at most this many processes a case (default: twice --processes)")
+    run.add_argument("--no-doctor", action="store_true", help="do not run the pre-flight checks first")
     run.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+    doc = sub.add_parser("doctor", help="pre-flight check: what would make a run here misleading, and how to fix it")
+    doc.add_argument("--out", default="runs", help="archive folder whose disk is checked (default: runs)")
+    doc.add_argument("--python", default=None, help="interpreter of the stack (default: this one)")
+    doc.add_argument("--suite", help="suite to check for (default: the one `run` would pick)")
+    doc.add_argument("--data-dir", help="the --data-dir a run would be given")
+    doc.add_argument("--json", action="store_true", help="print JSON")
 
     lst = sub.add_parser("list", help="list the cases of a suite")
     lst.add_argument("--suite", help="suite (default: the one `run` would pick here)")
@@ -92,6 +116,10 @@ def _check_run_args(args: argparse.Namespace) -> None:
             raise CLIError(f"--python {python!r} is not an executable file")
     if args.data_dir is not None and not Path(args.data_dir).is_dir():
         raise CLIError(f"--data-dir {args.data_dir!r} is not a folder")
+    if args.adaptive is not None and args.adaptive <= 0:
+        raise CLIError(f"--adaptive {args.adaptive} must be positive")
+    if args.max_processes is not None and args.max_processes < args.processes:
+        raise CLIError(f"--max-processes {args.max_processes} must be at least --processes {args.processes}")
     if args.resume is not None and (args.python or args.label or args.interleave):
         raise CLIError("--resume takes the run's own settings; do not combine it with --python, --label or --interleave")
 
@@ -103,9 +131,12 @@ def cmd_run(args: argparse.Namespace) -> int:
     _check_run_args(args)
     pythons = args.python or [sys.executable]
     labels = args.label or [None] * len(pythons)
+    envs: list[dict[str, str]] = [{} for _ in pythons]
+    for index, name, value in args.env:
+        envs[index][name] = value
     options = RunOptions(
         out=Path(args.out or "runs"),
-        stacks=[Stack(python=p, label=l) for p, l in zip(pythons, labels)],
+        stacks=[Stack(python=p, label=l, env=tuple(sorted(e.items()))) for p, l, e in zip(pythons, labels, envs)],
         suite=args.suite,
         only=list(args.only),
         processes=args.processes or 3,
@@ -116,15 +147,31 @@ def cmd_run(args: argparse.Namespace) -> int:
         data_dir=str(Path(args.data_dir).resolve()) if args.data_dir else None,
         interleave=args.interleave,
         argv=["collector", *sys.argv[1:]],
+        adaptive_s=args.adaptive,
+        max_processes=args.max_processes,
     )
+    doctor_line = ""
+    if not args.no_doctor and args.resume is None:
+        from collector.doctor import WARN, run_checks, run_entries, verdict
+
+        checks = run_checks(out=options.out, suite=args.suite, data_dir=args.data_dir, with_torch=False)
+        options.run_entries.update(run_entries(checks))
+        warned = [c.name for c in checks if c.status == WARN]
+        doctor_line = f"collector: doctor: {verdict(checks)}" + (f" ({', '.join(warned)}; see `collector doctor`)" if warned else "")
     resume = Path(args.resume) if args.resume else None
     if resume is not None and not resume.is_dir():
         raise CLIError(f"--resume {args.resume!r} is not a run folder")
     if resume is not None:
         _check_resume_flags(args, resume)
     started: list[Any] = []
+
+    def on_start(planned: list[Any]) -> None:
+        started.extend(planned)
+        if doctor_line:  # once the run exists: a bad flag or folder still gets its one error line
+            print(doctor_line, file=sys.stderr, flush=True)
+
     try:
-        planned = execute(options, resume=resume, progress=not args.no_progress and sys.stderr.isatty(), on_start=started.extend)
+        planned = execute(options, resume=resume, progress=not args.no_progress and sys.stderr.isatty(), on_start=on_start)
     except RunError as e:
         raise CLIError(str(e) + _resume_hint(started)) from None
     except ArchiveError as e:  # the disk failed part-way: say what is kept and how to go on
@@ -263,11 +310,32 @@ def cmd_fingerprint(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_doctor(args: argparse.Namespace) -> int:
+    from collector.doctor import print_checks, run_checks, verdict
+    from collector.suites import SUITES
+
+    if args.suite is not None and args.suite not in SUITES:
+        raise CLIError(f"--suite {args.suite!r} is not a suite; choose one of: {', '.join(SUITES)}")
+    if args.python is not None and not (Path(args.python).is_file() and os.access(args.python, os.X_OK)):
+        raise CLIError(f"--python {args.python!r} is not an executable file")
+    checks = run_checks(out=Path(args.out), python=args.python, suite=args.suite, data_dir=args.data_dir)
+    if args.json:
+        print(json.dumps({"verdict": verdict(checks), "checks": [c.__dict__ for c in checks]}, indent=1))
+    else:
+        print_checks(checks)
+    return 0 if verdict(checks) == "fit" else 1
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
-    handlers = {"run": cmd_run, "list": cmd_list, "fingerprint": cmd_fingerprint}
     from collector.archive import ArchiveError
+
+    try:
+        args = parser.parse_args(argv)
+    except CLIError as e:
+        print(f"collector: error: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    handlers = {"run": cmd_run, "list": cmd_list, "fingerprint": cmd_fingerprint, "doctor": cmd_doctor}
 
     try:
         return handlers[args.command](args)

@@ -30,6 +30,7 @@ class Recorded:
     items: float | None = None
     items_unit: str | None = None
     notes: list[str] = field(default_factory=list)
+    settings: dict[str, Any] | None = None  # effective precision settings while timed
 
 
 class Context:
@@ -55,6 +56,7 @@ class Context:
         processes: int = 1,
         data_dir: str | None = None,
         clock: Callable[[], float] = time.perf_counter,
+        gpu_sampler: Any = None,
     ) -> None:
         self.info = info
         self.device = info.type
@@ -66,6 +68,8 @@ class Context:
         self.recorded = Recorded()
         self._clock = clock
         self._torch: Any = None
+        # collector.gpustate.GpuSampler (or None): reads the GPU while blocks are timed.
+        self.gpu_sampler = gpu_sampler
 
     # -- helpers -------------------------------------------------------------------
     @property
@@ -108,6 +112,21 @@ class Context:
             raise ValueError(f"unknown timing method {method!r}; one of {', '.join(TIMINGS)}")
         self.recorded.timing = method
 
+    def capture_settings(self) -> None:
+        """Record the effective precision settings now (the first call of a case wins).
+
+        The timing methods call it as they start, inside whatever regime the workload
+        put in force; a workload that times by other means calls it itself.
+        """
+        if self.recorded.settings is None:
+            from collector.workloads._common import effective_precision
+
+            self.recorded.settings = effective_precision(self.torch)
+
+    def _on_measure(self, timing: bool) -> None:
+        if self.gpu_sampler is not None:
+            self.gpu_sampler.resume() if timing else self.gpu_sampler.pause()
+
     # -- measuring -----------------------------------------------------------------
     def block_timer(self) -> CudaEventTimer | PerfCounterTimer:
         """CUDA events on a GPU, perf_counter_ns on the CPU."""
@@ -122,7 +141,8 @@ class Context:
         ``wall_time``.
         """
         policy = self.policy.scaled(**policy_changes) if policy_changes else self.policy
-        timed = time_fn(fn, self.block_timer(), policy, clock=self._clock)
+        self.capture_settings()
+        timed = time_fn(fn, self.block_timer(), policy, clock=self._clock, on_measure=self._on_measure)
         self.record(metric_name, timed.per_iter, iterations=timed.iterations)
         if timed.wall_per_iter is not None and metric_name == "time":
             self.record("wall_time", timed.wall_per_iter, iterations=timed.iterations)
@@ -152,31 +172,41 @@ class Context:
         min_steps = p.min_samples if min_steps is None else min_steps
         max_steps = p.max_samples if max_steps is None else max_steps
         budget_s = p.budget_s if budget_s is None else budget_s
+        self.capture_settings()
         for _ in range(warmup):
             step()
         self.sync()
         values: list[float] = []
+        self._on_measure(True)
         start = self._clock()
-        while len(values) < max_steps:
-            t0 = time.perf_counter_ns()
-            step()
-            self.sync()
-            values.append((time.perf_counter_ns() - t0) * 1e-9)
-            if len(values) < min_steps:
-                continue
-            if median_ci_rel_width(values) <= p.target_rel_ci or self._clock() - start >= budget_s:
-                break
+        try:
+            while len(values) < max_steps:
+                t0 = time.perf_counter_ns()
+                step()
+                self.sync()
+                values.append((time.perf_counter_ns() - t0) * 1e-9)
+                if len(values) < min_steps:
+                    continue
+                if median_ci_rel_width(values) <= p.target_rel_ci or self._clock() - start >= budget_s:
+                    break
+        finally:
+            self._on_measure(False)
         self.record(metric_name, values, iterations=1)
         self.recorded.timing = TIMING_WALL
         return values
 
     def time_once(self, fn: Callable[[], Any], *, metric_name: str = "compile_time") -> float:
         """Time a single call (compile time, first step): one sample, one iteration."""
+        self.capture_settings()
         self.sync()
-        t0 = time.perf_counter_ns()
-        fn()
-        self.sync()
-        elapsed = (time.perf_counter_ns() - t0) * 1e-9
+        self._on_measure(True)
+        try:
+            t0 = time.perf_counter_ns()
+            fn()
+            self.sync()
+            elapsed = (time.perf_counter_ns() - t0) * 1e-9
+        finally:
+            self._on_measure(False)
         self.record(metric_name, [elapsed], iterations=1)
         if self.recorded.timing == TIMING_NONE:
             self.recorded.timing = TIMING_ONESHOT

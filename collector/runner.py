@@ -23,6 +23,7 @@ import queue
 import secrets
 import shutil
 import signal
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -88,6 +89,11 @@ class Stack:
 
     python: str
     label: str | None = None
+    env: tuple[tuple[str, str], ...] = ()  # variables set for this stack's workers only
+
+    def environ(self) -> dict[str, str] | None:
+        """The environment of this stack's workers (None: the collector's own)."""
+        return {**os.environ, **dict(self.env)} if self.env else None
 
 
 @dataclass
@@ -106,6 +112,9 @@ class RunOptions:
     data_dir: str | None = None
     interleave: bool = False
     argv: list[str] = field(default_factory=list)
+    adaptive_s: float | None = None  # seconds for adaptive replication after the planned processes
+    max_processes: int | None = None  # adaptive replication's cap per case (default 2 x processes)
+    run_entries: dict[str, str] = field(default_factory=dict)  # extra run-section rows (the doctor's verdict)
 
 
 @dataclass
@@ -372,7 +381,7 @@ def rotated(items: list[Any], process: int, processes: int) -> list[Any]:
 
 def probe(stack: Stack, options: RunOptions, log_path: Path) -> tuple[DeviceInfo, list[EnvironmentEntry]]:
     """Ask the stack's interpreter for device facts and the fingerprint."""
-    worker = Worker(stack.python, log_path)
+    worker = Worker(stack.python, log_path, env=stack.environ())
     try:
         worker.wait_ready(PROBE_TIMEOUT_S)
         worker.send({"cmd": "probe", "device": options.device, "image": options.image, "argv": options.argv})
@@ -458,6 +467,7 @@ class Runner:
         self.progress_enabled = progress
         self.in_flight: Task | None = None
         self.in_flight_started = 0.0
+        self.worker_start_s = 0.0  # the longest a worker took to start (adaptive replication plans with it)
         # Worker stderr goes to scratch logs outside the archive; a failure's record
         # carries the end of its log, and the logs go when the run ends.
         self.log_dir = Path(tempfile.mkdtemp(prefix="imagebench-workers-"))
@@ -508,12 +518,15 @@ class Runner:
             self.workers.pop(other).close()
         planned = self.planned[task.stack_index]
         log = self.log_dir / f"{planned.writer.label}-{task.process}.log"
-        worker = Worker(planned.stack.python, log)
+        t0 = time.monotonic()
+        worker = Worker(planned.stack.python, log, env=planned.stack.environ())
         self.workers[key] = worker
         worker.wait_ready(PROBE_TIMEOUT_S)  # importing torch is not part of any case's time
+        self.worker_start_s = max(self.worker_start_s, time.monotonic() - t0)
         return worker
 
     def run(self, tasks: list[Task]) -> None:
+        self.log_dir.mkdir(parents=True, exist_ok=True)  # again for adaptive replication's rounds
         progress = Progress(len(tasks), enabled=self.progress_enabled)
         try:
             for task in tasks:
@@ -534,6 +547,86 @@ class Runner:
                 worker.close()
             self.workers.clear()
             shutil.rmtree(self.log_dir, ignore_errors=True)
+
+    # -- adaptive replication -----------------------------------------------------------
+    def widths(self, stack_index: int) -> dict[str, tuple[float, int, float]]:
+        """Per case of a stack: (relative CI half-width of its main metric, processes, mean
+        seconds an attempt took), for cases recorded ok in every process so far."""
+        from collector.replication import compute_rel_half_width
+
+        planned = self.planned[stack_index]
+        attempts: dict[str, list[CaseRecord]] = {}
+        for r in planned.records:
+            attempts.setdefault(r.case_id, []).append(r)
+        by_case: dict[str, dict[str, list[SampleRecord]]] = {}
+        for smp in planned.samples:
+            if smp.better != "none":
+                by_case.setdefault(smp.case_id, {}).setdefault(smp.metric, []).append(smp)
+        out = {}
+        for case_id, rows in attempts.items():
+            metrics = by_case.get(case_id)
+            if not metrics or any(r.status != STATUS_OK for r in rows) or len(rows) < 2:
+                continue
+            name = "time" if "time" in metrics else ("latency" if "latency" in metrics else next(iter(metrics)))
+            values = metrics[name]
+            if len({v.process for v in values}) < 2:
+                continue  # one process (a one-off measurement): no between-process spread to narrow
+            width = compute_rel_half_width([v.value for v in values], [v.process for v in values])
+            out[case_id] = (width, len(rows), sum(r.duration_s for r in rows) / len(rows))
+        return out
+
+    def replicate(self, budget_s: float) -> None:
+        """Add processes to the cases whose CIs are widest, within ``budget_s`` seconds.
+
+        Each round starts one more worker process per stack and runs in it the cases of
+        the wider half (CI half-width above the median of all cases), widest first, as
+        many as the time left allows (an attempt is expected to take as long as its
+        earlier ones did), up to ``max_processes`` per case. Interleaved stacks get the
+        same cases in the same round, so pairs by round stay whole. What was added is
+        recorded in the run section (``replication``).
+        """
+        start = time.monotonic()
+        cap = self.options.max_processes or 2 * self.options.processes
+        added: dict[str, int] = {}
+        rounds = 0
+        by_id = [{c.case_id: c for c in p.cases} for p in self.planned]
+        while True:
+            # A round starts a fresh worker per stack (a new process is the new replicate).
+            left = budget_s - (time.monotonic() - start) - self.worker_start_s * len(self.planned)
+            widths = self.widths(0)
+            eligible = [
+                (w, cid, n, d) for cid, (w, n, d) in widths.items()
+                if n < cap and cid in by_id[0] and registry()[by_id[0][cid].workload].max_processes is None
+                and all(cid in b for b in by_id)
+            ]
+            if not eligible or left <= 0:
+                break
+            # The wider half: above the median width of every case measured (capped included).
+            cut = statistics.median(w for w, _, _ in widths.values())
+            chosen, spend = [], 0.0
+            for w, cid, n, d in sorted(eligible, key=lambda e: -e[0]):
+                cost = d * len(self.planned)
+                if not w > cut:
+                    break
+                if spend + cost > left:
+                    continue
+                chosen.append((cid, n))
+                spend += cost
+            if not chosen:
+                break
+            rounds += 1
+            tasks = []
+            for cid, n in chosen:
+                for s in range(len(self.planned)) if rounds % 2 else reversed(range(len(self.planned))):
+                    tasks.append(Task(s, n, by_id[s][cid]))
+                added[cid] = added.get(cid, 0) + 1
+            # One new process index per round: order by process so each runs in one worker.
+            tasks.sort(key=lambda t: (t.process, t.stack_index))
+            self.run(tasks)
+        entry = json.dumps({"budget_s": budget_s, "spent_s": round(time.monotonic() - start, 1), "cap": cap,
+                            "rounds": rounds, "added": dict(sorted(added.items()))}, sort_keys=True)
+        for p in self.planned:
+            p.run_entries["replication"] = entry
 
     def kill_workers(self) -> None:
         for key in list(self.workers):
@@ -642,14 +735,16 @@ class Runner:
             family=registry()[case.workload].family if case.workload in registry() else None,
             round=task.process if task.position is not None else None,
             position=task.position,
+            settings=_clean_text(result.get("settings")) if status == STATUS_OK else None,
         )
+        gpu_rows = _gpu_rows(result.get("gpu_state"), case.case_id, task.process, planned.writer) if status == STATUS_OK else []
         # Swap the lists in whole, so a signal arriving here sees either the old state or
         # the new one; the attempt stops being in flight once it is in memory.
         others = [r for r in planned.records if not (r.case_id == case.case_id and r.process == task.process)]
         other_samples = [s for s in planned.samples if not (s.case_id == case.case_id and s.process == task.process)]
         planned.records, planned.samples = others + [record], other_samples + samples
         self.in_flight = None
-        planned.writer.write_cases(planned.records, planned.samples)
+        planned.writer.write_attempt([record], samples, gpu_rows)  # appended: the cost stays flat per case
 
     def record_interrupted(self) -> None:
         """Mark the case in flight as interrupted (it is re-run by --resume) and write
@@ -659,7 +754,7 @@ class Runner:
         if task is not None:
             self.record(task, self._failure(STATUS_INTERRUPTED, "the run was interrupted while this case ran"))
         for p in self.planned:
-            p.writer.write_cases(p.records, p.samples)
+            p.writer.compact()
 
 
 def _clean_text(value: Any) -> str | None:
@@ -674,6 +769,20 @@ def _number(value: Any, default: float | None) -> float | None:
         return float(value) if value is not None else default
     except (TypeError, ValueError):
         return default
+
+
+def _gpu_rows(rows: Any, case_id: str, process: int, writer: RunWriter) -> list[dict[str, Any]]:
+    """The worker's GPU-state rows for one attempt, or none if they would not validate."""
+    from collector.schema import GPU_STATE_FILE
+
+    if not isinstance(rows, list) or not rows:
+        return []
+    try:
+        out = [{**row, "case_id": case_id, "process": process} for row in rows if isinstance(row, dict)]
+        validate_table(GPU_STATE_FILE, records_to_table(GPU_STATE_FILE, out, run_id=writer.run_id, label=writer.label))
+    except (SchemaError, TypeError, ValueError, OverflowError, pa.ArrowException):
+        return []  # a GPU reading the schema refuses is dropped; the case's samples stand
+    return out
 
 
 def _invalid_samples(samples: list[SampleRecord], writer: RunWriter) -> str | None:
@@ -775,6 +884,9 @@ def start_run(options: RunOptions, planned: list[Planned] | None = None) -> list
             run_entries["interleave_group"] = group
         if stack.label and stack.label != writer.label:
             run_entries["label_given"] = stack.label
+        if stack.env:
+            run_entries["stack_env"] = json.dumps(dict(stack.env), sort_keys=True)
+        run_entries.update(options.run_entries)
         p = Planned(stack, device, fingerprint, writer, cases, run_entries=run_entries)
         try:
             writer.write_environment(environment_rows(p, RUN_RUNNING))
@@ -865,8 +977,16 @@ def _stack_changes(before: list[EnvironmentEntry], now: list[EnvironmentEntry]) 
 
 
 def finish(planned: list[Planned], status: str) -> None:
+    failure: ArchiveError | None = None
     for p in planned:
+        try:
+            p.writer.compact()  # the part files become the three (or four) files of the run
+        except ArchiveError as e:  # a full disk: the parts keep every attempt; say so, mark the run
+            failure = failure or e
+            status = RUN_INTERRUPTED
         p.writer.write_environment(environment_rows(p, status))
+    if failure is not None:
+        raise failure
 
 
 def execute(
@@ -909,6 +1029,8 @@ def execute(
             on_start(planned)
         runner = Runner(options, planned, progress=progress)
         runner.run(runner.tasks(done))
+        if options.adaptive_s:
+            runner.replicate(options.adaptive_s)
         finish(planned, RUN_COMPLETE)
         return planned
     except BaseException as e:

@@ -25,6 +25,28 @@ Change log (bump ``SCHEMA_VERSION`` on any change a reader must know about):
   ``gpu_state.parquet`` (``GPU_STATE_FILE``), holds the GPU's state per case and
   process. Version 1 runs are read as version 2 with those columns null; a version 1
   run recorded with ``interleaved`` = True pairs by process index, as it ran.
+* 2, later (2026-12, no version bump: every file stays readable by a version 2 reader):
+
+  - **Case ids of float32 cases.** ``matmul`` and ``conv2d`` cases with ``dtype=fp32``
+    now run at the stack's own defaults (no TF32 flag or matmul precision touched) and
+    record the effective values in ``settings``; new ids ``dtype=fp32-strict`` (TF32 off
+    everywhere) and ``dtype=tf32`` (on everywhere) keep both regimes measured. Earlier
+    runs pinned TF32 off for ``fp32``: a ``matmul``/``conv2d`` case with ``dtype=fp32``
+    whose ``settings`` is null was strict, and readers compare it as ``dtype=fp32-strict``
+    (``legacy_case_id``).
+  - **``gpu_state.parquet``** (``GPU_STATE_SCHEMA``): one row per (case, process, GPU)
+    summarising the GPU's state sampled during the case's timed blocks; written only
+    where a source (NVML or ``nvidia-smi``) could read the GPU. The fingerprint section
+    ``gpu_state`` says which source was used, or why none.
+  - **Part files.** While a run is recorded each finished attempt is appended to the run
+    folder as part files (``parts/<seq>.<file>``, ``PARTS_FOLDER``): samples and GPU
+    state first, the one-row cases part last (its presence commits the attempt). At the
+    end the parts are compacted into the main files and removed. A reader of a folder
+    that still holds parts (a killed run) merges them: a committed part's attempt
+    replaces the same (case, process) attempt of the main files or of an earlier part.
+  - The run section gains ``doctor`` (the pre-flight verdict: ``fit`` or ``warnings``),
+    ``doctor_warnings`` (JSON list of the checks that warned) and ``replication`` (JSON:
+    the processes added to cases with the widest CIs, when adaptive replication ran).
 """
 
 from __future__ import annotations
@@ -49,6 +71,8 @@ RUN_FILES = (ENVIRONMENT_FILE, CASES_FILE, SAMPLES_FILE)
 # Optional: the GPU's state (clocks, power, temperature, throttle reasons, other
 # processes) sampled during each case's timed blocks, one row per (case, process, gpu).
 GPU_STATE_FILE = "gpu_state.parquet"
+# Per-attempt part files of a run being recorded (see the change log).
+PARTS_FOLDER = "parts"
 
 META_SCHEMA_VERSION = b"schema_version"
 META_RUN_ID = b"run_id"
@@ -227,11 +251,58 @@ SAMPLES_SCHEMA = pa.schema(
     ]
 )
 
+# Quantities of gpu_state.parquet summarised as <name>_min, <name>_median, <name>_max.
+GPU_STATE_QUANTITIES = ("sm_clock_mhz", "mem_clock_mhz", "power_w", "temperature_c", "util_gpu_pct", "util_mem_pct")
+
+GPU_STATE_SCHEMA = pa.schema(
+    [
+        pa.field("case_id", pa.string(), nullable=False),
+        pa.field("process", pa.int32(), nullable=False),
+        # The case's device index (cuda:<gpu>), not NVML's.
+        pa.field("gpu", pa.int32(), nullable=False),
+        # Where the readings came from: "nvml" or "nvidia-smi".
+        pa.field("source", pa.string(), nullable=False),
+        # How many readings the row summarises (taken every 0.1 s with NVML, 0.5 s with
+        # nvidia-smi, plus one as each timed phase starts and ends).
+        pa.field("readings", pa.int32(), nullable=False),
+        # SM and memory clocks (MHz), board power (W), temperature (°C), GPU and memory
+        # utilisation (%): min, median and max over the readings; null where unreadable.
+        *[pa.field(f"{q}_{stat}", pa.float64()) for q in GPU_STATE_QUANTITIES for stat in ("min", "median", "max")],
+        # The enforced power limit (W), its lowest reading.
+        pa.field("power_limit_w", pa.float64()),
+        # The union of clock-event ("throttle") reasons seen, comma-separated NVML names
+        # (sw_power_cap, hw_slowdown, sw_thermal_slowdown, hw_thermal_slowdown,
+        # hw_power_brake_slowdown, gpu_idle, applications_clocks_setting, sync_boost, ...).
+        pa.field("reasons", pa.string(), nullable=False),
+        # True when a reason that slows the GPU (power, thermal, HW slowdown) was seen.
+        pa.field("throttled", pa.bool_(), nullable=False),
+        # Compute processes on the GPU (ours included) and, of those, not ours: the most seen.
+        pa.field("processes_max", pa.int32()),
+        pa.field("other_processes_max", pa.int32()),
+    ]
+)
+
 SCHEMAS: dict[str, pa.Schema] = {
     ENVIRONMENT_FILE: ENVIRONMENT_SCHEMA,
     CASES_FILE: CASES_SCHEMA,
     SAMPLES_FILE: SAMPLES_SCHEMA,
+    GPU_STATE_FILE: GPU_STATE_SCHEMA,
 }
+
+# Workloads whose ``dtype=fp32`` cases pinned TF32 off before they recorded ``settings``.
+LEGACY_STRICT_FP32_WORKLOADS = ("matmul", "conv2d")
+
+
+def legacy_case_id(case_id: str, workload: str, settings: str | None) -> str:
+    """The id a case is compared under: an old strict ``fp32`` case becomes ``fp32-strict``.
+
+    A ``matmul`` or ``conv2d`` case with ``dtype=fp32`` and no recorded ``settings`` was
+    measured with TF32 pinned off (see the change log); every other id is returned as is.
+    """
+    if settings is not None or workload not in LEGACY_STRICT_FP32_WORKLOADS:
+        return case_id
+    return re.sub(r"([\[,])dtype=fp32([,\]])", r"\1dtype=fp32-strict\2", case_id)
+
 
 _RUN_ID = re.compile(r"\d{8}T\d{6}Z-[0-9a-f]{6}")
 MAX_LABEL_LENGTH = 100  # characters

@@ -214,6 +214,7 @@ def time_fn(
     timer: BlockTimer,
     policy: TimingPolicy,
     clock: Callable[[], float] = time.perf_counter,
+    on_measure: Callable[[bool], None] | None = None,
 ) -> Timed:
     """Warm up ``fn``, calibrate a block size, then time blocks until the stopping rule.
 
@@ -223,6 +224,9 @@ def time_fn(
     The stopping rule: at least ``min_samples`` blocks; then stop as soon as the 95% CI
     of the median per-iteration time is within ``target_rel_ci`` of the median, or the
     budget is spent, or ``max_samples`` blocks are taken.
+
+    ``on_measure(True)`` is called as the timed blocks begin and ``on_measure(False)``
+    as they end (the GPU-state sampler runs in between).
     """
     warm_start = clock()
     calls = 0
@@ -236,21 +240,27 @@ def time_fn(
     k = calibrate_k(fn, timer, policy)
     per_iter: list[float] = []
     wall: list[float] = []
+    if on_measure is not None:
+        on_measure(True)
     start = clock()
     stopped = STOP_MAX_SAMPLES
-    while len(per_iter) < policy.max_samples:
-        elapsed, host = timer.time_block(fn, k)
-        per_iter.append(elapsed / k)
-        if host is not None:
-            wall.append(host / k)
-        if len(per_iter) < policy.min_samples:
-            continue
-        if median_ci_rel_width(per_iter) <= policy.target_rel_ci:
-            stopped = STOP_CI
-            break
-        if clock() - start >= policy.budget_s:
-            stopped = STOP_BUDGET
-            break
+    try:
+        while len(per_iter) < policy.max_samples:
+            elapsed, host = timer.time_block(fn, k)
+            per_iter.append(elapsed / k)
+            if host is not None:
+                wall.append(host / k)
+            if len(per_iter) < policy.min_samples:
+                continue
+            if median_ci_rel_width(per_iter) <= policy.target_rel_ci:
+                stopped = STOP_CI
+                break
+            if clock() - start >= policy.budget_s:
+                stopped = STOP_BUDGET
+                break
+    finally:
+        if on_measure is not None:
+            on_measure(False)
     return Timed(
         per_iter=per_iter,
         wall_per_iter=wall or None,

@@ -96,10 +96,12 @@ def run_case(message: dict[str, Any]) -> dict[str, Any]:
     status, error = STATUS_OK, None
     restart = False
     ctx = None
+    sampler = None
     samples: list[dict[str, Any]] = []
     try:
         info = DeviceInfo.from_json(message["device"])
         workload = get(message["workload"])
+        sampler = _gpu_sampler(info)
         ctx = Context(
             info=info,
             suite=message["suite"],
@@ -107,6 +109,7 @@ def run_case(message: dict[str, Any]) -> dict[str, Any]:
             process=message["process"],
             processes=message["processes"],
             data_dir=message.get("data_dir"),
+            gpu_sampler=sampler,
         )
         _seed(message.get("seed", 0))
         workload.run(message["params"], ctx)
@@ -123,11 +126,21 @@ def run_case(message: dict[str, Any]) -> dict[str, Any]:
         status, error = STATUS_FAILED, _describe_error(e)
         restart = _poisons_the_process(e)
     finally:
+        if sampler is not None:
+            sampler.pause()
         _release_memory()
     duration = time.perf_counter() - t0
     if status != STATUS_OK:
         samples = []
     r = ctx.recorded if ctx is not None else None
+    settings = r.settings if r is not None else None
+    if settings is None and status == STATUS_OK:
+        settings = _settings_now()  # the workload timed outside ctx: the defaults it ran at
+    gpu_state = []
+    if sampler is not None and status == STATUS_OK:
+        from collector.gpustate import summarize
+
+        gpu_state = summarize(sampler.readings, sampler.source.name)
     if r is not None and r.notes:
         error = "; ".join(([error] if error else []) + [str(n) for n in r.notes])
     return {
@@ -140,9 +153,49 @@ def run_case(message: dict[str, Any]) -> dict[str, Any]:
         "bytes": _finite(r.bytes) if r is not None else None,
         "items": _finite(r.items) if r is not None else None,
         "items_unit": r.items_unit if r is not None else None,
+        "settings": json.dumps(settings, sort_keys=True, separators=(",", ":")) if settings is not None else None,
         "samples": samples,
+        "gpu_state": gpu_state,
         "restart": restart,
     }
+
+
+# This worker's GPU-state source, opened on the first CUDA case: (source or None, description).
+_GPU_SOURCE: tuple[Any, str] | None = None
+
+
+def gpu_source(info: Any) -> tuple[Any, str]:
+    """The GPU-state source for this worker's GPUs (NVML, else nvidia-smi), opened once."""
+    global _GPU_SOURCE
+    if _GPU_SOURCE is None:
+        if not info.is_cuda:
+            return None, "none (no GPU in use)"
+        import torch
+
+        from collector.gpustate import bus_id_of, open_source
+
+        bus_ids = [bus_id_of(torch.cuda.get_device_properties(i)) for i in range(torch.cuda.device_count())]
+        _GPU_SOURCE = open_source(bus_ids)
+    return _GPU_SOURCE
+
+
+def _gpu_sampler(info: Any) -> Any:
+    if not info.is_cuda:
+        return None
+    source, _ = gpu_source(info)
+    if source is None:
+        return None
+    from collector.gpustate import GpuSampler
+
+    return GpuSampler(source)
+
+
+def _settings_now() -> dict[str, Any] | None:
+    if "torch" not in sys.modules:
+        return None
+    from collector.workloads._common import effective_precision
+
+    return effective_precision(sys.modules["torch"])
 
 
 # A CUDA error other than out-of-memory is sticky: the process's CUDA context stays broken
@@ -244,9 +297,13 @@ def serve(stdin: IO[str], proto: IO[str]) -> None:
             try:
                 from collector.fingerprint import collect_fingerprint
 
+                from collector.workloads import DeviceInfo
+
                 device = probe_device(message.get("device", "auto"))
                 entries = collect_fingerprint(image=message.get("image"), argv=message.get("argv"))
-                reply({"event": "probe", "device": device, "fingerprint": [[e.section, e.key, e.value] for e in entries]})
+                rows = [[e.section, e.key, e.value] for e in entries]
+                rows.append(["gpu_state", "source", gpu_source(DeviceInfo.from_json(device))[1]])
+                reply({"event": "probe", "device": device, "fingerprint": rows})
             except Exception as e:
                 reply({"event": "error", "error": f"{type(e).__name__}: {e}"})
         elif cmd == "run":

@@ -20,7 +20,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from collector.archive import ArchiveError, read_table
+from collector.archive import ArchiveError, has_parts, merge_parts, read_table
 from collector.redact import redact_entry
 from collector.schema import (
     CASES_FILE,
@@ -28,6 +28,9 @@ from collector.schema import (
     CASES_SCHEMA,
     ENVIRONMENT_FILE,
     ENVIRONMENT_SCHEMA,
+    GPU_STATE_FILE,
+    GPU_STATE_SCHEMA,
+    legacy_case_id,
     RUN_FILES,
     SAMPLES_FILE,
     SAMPLES_SCHEMA,
@@ -44,8 +47,12 @@ _CATEGORICAL = {
     ENVIRONMENT_FILE: ("section", "key"),
     CASES_FILE: ("case_id", "workload", "params", "status", "timing", "device", "items_unit"),
     SAMPLES_FILE: ("case_id", "metric", "unit", "better"),
+    GPU_STATE_FILE: ("case_id", "source", "reasons"),
 }
-_SCHEMAS = {ENVIRONMENT_FILE: ENVIRONMENT_SCHEMA, CASES_FILE: CASES_SCHEMA, SAMPLES_FILE: SAMPLES_SCHEMA}
+_SCHEMAS = {ENVIRONMENT_FILE: ENVIRONMENT_SCHEMA, CASES_FILE: CASES_SCHEMA, SAMPLES_FILE: SAMPLES_SCHEMA,
+            GPU_STATE_FILE: GPU_STATE_SCHEMA}
+# The tables every Archive holds: the three run files, and the optional GPU state.
+_TABLES = (*RUN_FILES, GPU_STATE_FILE)
 _FAILED = (STATUS_FAILED, STATUS_TIMEOUT, STATUS_INTERRUPTED)
 
 # (column in Archive.runs, environment section, key); the first present key wins.
@@ -80,9 +87,13 @@ class Archive:
 
     ``runs``: one row per valid run (``RUN_COLUMNS``). ``environment``: label, run_id,
     section, key, value. ``cases``: label, run_id and the cases.parquet columns.
-    ``samples``: label, run_id and the samples.parquet columns. ``label``, ``run_id``
-    and the repeated strings are categoricals. ``selector`` is the selector this archive
-    was narrowed to by ``select`` (``None`` for the whole archive).
+    ``samples``: label, run_id and the samples.parquet columns. ``gpu_state``: label,
+    run_id and the gpu_state.parquet columns (no rows for runs that have none).
+    ``label``, ``run_id`` and the repeated strings are categoricals. ``selector`` is the
+    selector this archive was narrowed to by ``select`` (``None`` for the whole archive).
+
+    Case ids are read as compared: an old strict ``fp32`` matmul/conv2d case (one that
+    recorded no settings) is ``dtype=fp32-strict`` (``collector.schema.legacy_case_id``).
     """
 
     root: Path
@@ -92,6 +103,7 @@ class Archive:
     samples: pd.DataFrame
     problems: list[Problem] = field(default_factory=list)
     selector: str | None = None
+    gpu_state: pd.DataFrame = field(default_factory=pd.DataFrame)
 
     def labels(self) -> list[str]:
         """The labels that hold at least one valid run, sorted."""
@@ -126,6 +138,7 @@ class Archive:
             environment=_rows_of(self.environment, keep),
             cases=_rows_of(self.cases, keep),
             samples=_rows_of(self.samples, keep),
+            gpu_state=_rows_of(self.gpu_state, keep) if len(self.gpu_state.columns) else self.gpu_state,
             selector=selector,
         )
 
@@ -264,6 +277,18 @@ def _read_run(label: str, folder: Path) -> _RunTables | Problem:
         raw[kind] = SAMPLES_SCHEMA.empty_table()
         warnings.append(Problem(problem.path, f"{problem.reason}; the run is loaded without its samples "
                                               "and the ok attempts they measured"))
+    gpu_path = folder / GPU_STATE_FILE
+    try:
+        if gpu_path.is_file():
+            raw[GPU_STATE_FILE] = _in_schema(read_table(gpu_path, GPU_STATE_FILE)[0], GPU_STATE_FILE)
+        if has_parts(folder):  # a run still recording, or killed: its part files count
+            merged = merge_parts(folder, {k: raw[k] for k in (CASES_FILE, SAMPLES_FILE, GPU_STATE_FILE) if k in raw})
+            raw.update({k: _in_schema(t, k) for k, t in merged.items()})
+    except ArchiveError as e:
+        return Problem(str(gpu_path if "parts" not in str(e) else folder / "parts"), str(e))
+    except (pa.ArrowException, ValueError) as e:
+        return Problem(str(folder), f"cannot merge the run's part files ({e})")
+    raw.setdefault(GPU_STATE_FILE, GPU_STATE_SCHEMA.empty_table())
     problem, more = _check_run(folder, raw, samples_named=bool(warnings))
     if problem is not None:
         if Path(problem.path).name != SAMPLES_FILE:
@@ -275,6 +300,7 @@ def _read_run(label: str, folder: Path) -> _RunTables | Problem:
         if problem is not None:
             return problem
     raw[CASES_FILE], _ = _drop_unsampled(raw[CASES_FILE], raw[SAMPLES_FILE])  # named by _check_run
+    raw = _legacy_ids(raw)
     for kind, table in raw.items():
         tables[kind] = _encode(table, _CATEGORICAL[kind])
     return _RunTables(label, folder.name, folder, tables, warnings + more)
@@ -370,6 +396,35 @@ def _check_run(folder: Path, tables: dict[str, pa.Table], samples_named: bool = 
                                         "between its two writes looks like this; collector run --resume repairs it)")]
 
 
+def _in_schema(table: pa.Table, kind: str) -> pa.Table:
+    schema = _SCHEMAS[kind]
+    return table.select(schema.names).cast(schema).replace_schema_metadata(None)
+
+
+def _legacy_ids(raw: dict[str, pa.Table]) -> dict[str, pa.Table]:
+    """Rename an old run's strict ``fp32`` case ids to ``fp32-strict`` in every table."""
+    cases = raw[CASES_FILE]
+    if not cases.num_rows:
+        return raw
+    rows = zip(cases["case_id"].to_pylist(), cases["workload"].to_pylist(), cases["settings"].to_pylist())
+    renames = {c: n for c, w, st in rows if (n := legacy_case_id(c, w, st)) != c}
+    if not renames:
+        return raw
+    out = dict(raw)
+    for kind in (CASES_FILE, SAMPLES_FILE, GPU_STATE_FILE):
+        t = out[kind]
+        if not t.num_rows:
+            continue
+        ids = [renames.get(c, c) for c in t["case_id"].to_pylist()]
+        t = t.set_column(t.schema.get_field_index("case_id"), "case_id", pa.array(ids, pa.string()))
+        if kind == CASES_FILE:
+            params = [p.replace('"dtype":"fp32"', '"dtype":"fp32-strict"') if c in renames else p
+                      for c, p in zip(cases["case_id"].to_pylist(), t["params"].to_pylist())]
+            t = t.set_column(t.schema.get_field_index("params"), "params", pa.array(params, pa.string()))
+        out[kind] = t
+    return out
+
+
 def _strip_prefix(message: str, path: str) -> str:
     return message[len(path) + 2 :] if message.startswith(path + ": ") else message
 
@@ -386,7 +441,7 @@ def _assemble(root: Path, valid: list[_RunTables], problems: list[Problem]) -> A
     labels = sorted({r.label for r in valid})
     label_code = np.array([labels.index(r.label) for r in valid], dtype=np.int32)
     frames = {}
-    for kind in RUN_FILES:
+    for kind in _TABLES:
         parts = [r.tables[kind] for r in valid]
         counts = np.array([t.num_rows for t in parts], dtype=np.int64)
         schema = _empty_schema(kind)
@@ -404,6 +459,7 @@ def _assemble(root: Path, valid: list[_RunTables], problems: list[Problem]) -> A
         cases=frames[CASES_FILE],
         samples=frames[SAMPLES_FILE],
         problems=problems,
+        gpu_state=frames[GPU_STATE_FILE],
     )
 
 

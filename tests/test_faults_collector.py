@@ -19,6 +19,7 @@ from typing import Any, Callable
 import pytest
 
 from collector import schema as s
+from collector.archive import read_run as read_run_tables
 from collector.archive import read_table
 from collector.lock import LOCK_FILE
 from reporter.load import load_archive
@@ -64,10 +65,11 @@ def run_folder(out: Path) -> Path | None:
 
 def read_run(folder: Path) -> tuple[dict[tuple[str, str], str], list[dict[str, Any]], list[dict[str, Any]]]:
     """The three tables, each read and validated as the reporter would."""
-    env, meta = read_table(folder / s.ENVIRONMENT_FILE, s.ENVIRONMENT_FILE)
+    tables = read_run_tables(folder)  # part files of a killed run merged in
+    env, meta = tables[s.ENVIRONMENT_FILE]
     assert meta["run_id"] == folder.name
-    cases, cmeta = read_table(folder / s.CASES_FILE, s.CASES_FILE)
-    samples, smeta = read_table(folder / s.SAMPLES_FILE, s.SAMPLES_FILE)
+    cases, cmeta = tables[s.CASES_FILE]
+    samples, smeta = tables[s.SAMPLES_FILE]
     assert cmeta["run_id"] == smeta["run_id"] == folder.name
     return {(r["section"], r["key"]): r["value"] for r in env.to_pylist()}, cases.to_pylist(), samples.to_pylist()
 
@@ -96,7 +98,7 @@ def finished_attempts(out: Path) -> dict[tuple[str, int], str]:
     folder = run_folder(out)
     if folder is None or not (folder / s.CASES_FILE).exists():
         return {}
-    return attempts(read_table(folder / s.CASES_FILE, s.CASES_FILE)[0].to_pylist())
+    return attempts(read_run_tables(folder)[s.CASES_FILE][0].to_pylist())
 
 
 def workers_of(pid: int) -> list[int]:
@@ -309,7 +311,9 @@ def test_a_write_failing_mid_run_is_a_clear_error_and_keeps_what_was_written(tmp
     assert "Traceback" not in stderr
     folder = run_folder(out)
     line = stderr.strip().splitlines()[-1]
-    assert line.startswith(f"collector: error: cannot write {folder / s.SAMPLES_FILE}: File too large")
+    # the attempt's samples part is what failed to write (each attempt is appended as parts)
+    assert line.startswith(f"collector: error: cannot write {folder / s.PARTS_FOLDER}/")
+    assert f"{s.SAMPLES_FILE}: File too large" in line
     assert f"resume with: collector run --resume {folder}" in line
     # what was written before stays whole: three valid files, the first case in them
     env, cases, samples = read_run(folder)

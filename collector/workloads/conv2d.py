@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from collector.workloads import DeviceInfo, Workload
-from collector.workloads._common import DTYPE_BYTES, TF32, torch_dtype
+from collector.workloads._common import DTYPE_BYTES, Precision, torch_dtype
 
 # (batch, channels, height/width): the seeds' 16x64x224x224 on a GPU, smaller on a CPU.
 SHAPES = {"smoke": (2, 8, 16), "cpu": (4, 32, 56), "gpu": (16, 64, 224)}
@@ -16,7 +16,7 @@ def cases(suite: str, device: DeviceInfo) -> list[dict[str, Any]]:
         n, c, hw = SHAPES["smoke"] if suite == "smoke" else SHAPES["gpu"]
         dtypes = ["fp32", "bf16"] if device.bf16 else ["fp32"]
         if suite in ("standard", "full") and device.tf32:
-            dtypes.insert(1, "tf32")
+            dtypes[1:1] = ["fp32-strict", "tf32"]
     else:
         n, c, hw = SHAPES["smoke"] if suite == "smoke" else SHAPES["cpu"]
         dtypes = ["fp32"]
@@ -57,7 +57,7 @@ def run(params: Mapping[str, Any], ctx: Any) -> None:
     ctx.set_work(flops=flops, bytes=activation_bytes)
     saved = torch.backends.cudnn.benchmark
     try:
-        with TF32(torch, name == "tf32"):
+        with Precision(torch, name):
             torch.backends.cudnn.benchmark = True  # warm-up picks the algorithm, as trained models do
             ctx.time(fn)
     finally:
@@ -72,12 +72,15 @@ WORKLOAD = Workload(
         "A bias-free `nn.Conv2d(C, C, 3, padding=1)` on a random batch (16x64x224x224 on a GPU, as in the seeds; "
         "4x32x56x56 on the CPU), forward alone under `no_grad` and forward plus backward, in NCHW and "
         "`channels_last` layouts, with `cudnn.benchmark` on so the warm-up picks the algorithm. "
+        "`fp32` runs at the stack's own defaults (cuDNN's TF32 default included), `fp32-strict` with TF32 off, `tf32` with it on; "
+        "each case records the precision settings it ran with. "
         "Timed in calibrated blocks like matmul. Work: 2·N·C²·9·H·W FLOPs forward, three times that for forward+backward."
     ),
     title_zh="二维卷积（3×3，输入输出通道相同）",
     method_zh=(
         "无偏置的 `nn.Conv2d(C, C, 3, padding=1)`，输入为随机张量（GPU 上为 16×64×224×224，与原文一致；CPU 上为 4×32×56×56），"
         "分别测前向（`no_grad`）与前向+反向，布局为 NCHW 与 `channels_last`，开启 `cudnn.benchmark` 以便预热阶段选定算法。"
+        "`fp32` 使用软件栈默认设置（包括 cuDNN 默认的 TF32），`fp32-strict` 关闭 TF32，`tf32` 开启 TF32；每个用例记录其实际生效的精度设置。"
         "计时方式与矩阵乘法相同。工作量：前向 2·N·C²·9·H·W 次浮点运算，前向+反向为其三倍。"
     ),
     cases=cases,

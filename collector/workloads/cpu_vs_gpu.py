@@ -6,6 +6,7 @@ from typing import Any, Mapping
 
 from collector.timing import PerfCounterTimer, time_fn
 from collector.workloads import DeviceInfo, Workload
+from collector.workloads._common import Precision
 
 SIZES = {"smoke": (128,), "quick": (1024, 2048), "standard": (512, 1024, 2048), "full": (512, 1024, 2048, 4096)}
 
@@ -23,13 +24,15 @@ def run(params: Mapping[str, Any], ctx: Any) -> None:
     b = torch.randn(n, n, device=on)
     c = torch.empty(n, n, device=on)
     ctx.set_work(flops=2.0 * n**3, bytes=3.0 * n * n * 4)
-    torch.backends.cuda.matmul.allow_tf32 = False
-    if on == "cuda":
-        ctx.time(lambda: torch.mm(a, b, out=c))
-    else:
-        timed = time_fn(lambda: torch.mm(a, b, out=c), PerfCounterTimer(), ctx.policy)
-        ctx.record("time", timed.per_iter, iterations=timed.iterations)
-        ctx.set_timing(timed.method)
+    # Strict float32 on both sides (the CPU has no TF32), restored for the worker's next case.
+    with Precision(torch, "fp32-strict"):
+        if on == "cuda":
+            ctx.time(lambda: torch.mm(a, b, out=c))
+        else:
+            ctx.capture_settings()
+            timed = time_fn(lambda: torch.mm(a, b, out=c), PerfCounterTimer(), ctx.policy)
+            ctx.record("time", timed.per_iter, iterations=timed.iterations)
+            ctx.set_timing(timed.method)
 
 
 WORKLOAD = Workload(

@@ -1,0 +1,176 @@
+"""Which columnar engine should compute the reporter's per-process summaries?
+
+Side by side on the same synthetic archive (``benchmarks/reporter_scale.py``'s generator:
+timing input only, never a measurement, deleted afterwards): read every run's samples and
+compute the exact median, count, min and max per (run, case, metric, process), with
+
+* pyarrow.dataset + numpy (one lexsort, then order statistics by group offsets),
+* pyarrow's own ``group_by`` (which has no exact median: ``approximate_median``, t-digest),
+* DuckDB (``read_parquet`` + ``median``), and
+* Polars (``scan_parquet`` + ``median``),
+
+each in a fresh child process (so a warm page cache is the only thing shared, and peak RSS
+is each engine's own), best of ``--repeat``. Engines that are not installed are reported
+as such.
+
+    .venv/bin/python benchmarks/engine_choice.py [--runs 1000] [--cases 100] [--repeat 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+ENGINES = ("pyarrow+numpy", "pyarrow-approx", "duckdb", "polars")
+
+
+def _files(root: Path) -> list[str]:
+    return sorted(str(p) for p in root.glob("*/*/samples.parquet"))
+
+
+def _run_pyarrow_numpy(root: Path) -> int:
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.dataset as ds
+
+    files = _files(root)
+    dataset = ds.dataset(files, format="parquet")
+    # One integer per file: the run (the run id lives in the folder name, not in a column).
+    tables = []
+    for i, fragment in enumerate(dataset.get_fragments()):
+        t = fragment.to_table(columns=["case_id", "metric", "process", "value"])
+        tables.append(t.append_column("run", pa.array(np.full(t.num_rows, i, dtype=np.int32))))
+    table = pa.concat_tables(tables)
+    case = pc.dictionary_encode(table["case_id"]).combine_chunks()
+    metric = pc.dictionary_encode(table["metric"]).combine_chunks()
+    run = table["run"].to_numpy()
+    process = table["process"].to_numpy()
+    value = table["value"].to_numpy()
+    c = case.indices.to_numpy()
+    m = metric.indices.to_numpy()
+    key = ((run.astype(np.int64) * len(case.dictionary) + c) * len(metric.dictionary) + m) * (process.max() + 1) + process
+    order = np.lexsort((value, key))
+    ks, vs = key[order], value[order]
+    starts = np.flatnonzero(np.r_[True, ks[1:] != ks[:-1]])
+    n = np.diff(np.r_[starts, len(ks)])
+    lo = starts + (n - 1) // 2
+    hi = starts + n // 2
+    median = (vs[lo] + vs[hi]) / 2
+    return len(median)
+
+
+def _run_pyarrow_approx(root: Path) -> int:
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.dataset as ds
+
+    dataset = ds.dataset(_files(root), format="parquet")
+    tables = []
+    for i, fragment in enumerate(dataset.get_fragments()):
+        t = fragment.to_table(columns=["case_id", "metric", "process", "value"])
+        tables.append(t.append_column("run", pa.array(np.full(t.num_rows, i, dtype=np.int32))))
+    table = pa.concat_tables(tables)
+    out = table.group_by(["run", "case_id", "metric", "process"]).aggregate(
+        [("value", "approximate_median"), ("value", "count"), ("value", "min"), ("value", "max")]
+    )
+    return out.num_rows
+
+
+def _run_duckdb(root: Path) -> int:
+    import duckdb
+
+    con = duckdb.connect()
+    files = _files(root)
+    q = (
+        "SELECT filename, case_id, metric, process, median(value), count(*), min(value), max(value) "
+        "FROM read_parquet($files, filename=true) GROUP BY ALL"
+    )
+    return len(con.execute(q, {"files": files}).fetchnumpy()["case_id"])
+
+
+def _run_polars(root: Path) -> int:
+    import polars as pl
+
+    lf = pl.scan_parquet(_files(root), include_file_paths="file")
+    out = (
+        lf.select(["file", "case_id", "metric", "process", "value"])
+        .group_by(["file", "case_id", "metric", "process"])
+        .agg(pl.col("value").median().alias("median"), pl.len(), pl.col("value").min().alias("min"), pl.col("value").max().alias("max"))
+        .collect()
+    )
+    return out.height
+
+
+RUNNERS = {
+    "pyarrow+numpy": _run_pyarrow_numpy,
+    "pyarrow-approx": _run_pyarrow_approx,
+    "duckdb": _run_duckdb,
+    "polars": _run_polars,
+}
+
+
+def _child(engine: str, root: Path) -> None:
+    import resource
+
+    try:
+        t = time.perf_counter()
+        groups = RUNNERS[engine](root)
+        wall = time.perf_counter() - t
+    except ImportError as e:
+        print(json.dumps({"engine": engine, "error": f"not installed ({e.name})"}))
+        return
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+    print(json.dumps({"engine": engine, "wall": wall, "rss": rss, "groups": groups}))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=1000)
+    parser.add_argument("--cases", type=int, default=100)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--child", nargs=2, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        _child(args.child[0], Path(args.child[1]))
+        return
+    from reporter_scale import write_synthetic_archive
+
+    tmp = Path(tempfile.mkdtemp(prefix="imagebench-engines-"))
+    try:
+        root = tmp / "archive"
+        write_synthetic_archive(root, args.runs, args.cases)
+        print(f"synthetic archive: {args.runs} runs x {args.cases} cases x 50 samples; best of {args.repeat}, "
+              "each engine in a fresh process")
+        print(f"{'engine':<16} {'wall s':>8} {'peak RSS MiB':>13} {'groups':>10}")
+        for engine in ENGINES:
+            best = None
+            for _ in range(args.repeat):
+                out = subprocess.run([sys.executable, __file__, "--child", engine, str(root)],
+                                     capture_output=True, text=True, check=True).stdout
+                r = json.loads(out.strip().splitlines()[-1])
+                if "error" in r:
+                    best = r
+                    break
+                if best is None or r["wall"] < best["wall"]:
+                    best = r
+            if "error" in best:
+                print(f"{engine:<16} {best['error']}")
+            else:
+                print(f"{engine:<16} {best['wall']:>8.2f} {best['rss']:>13.0f} {best['groups']:>10,}")
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

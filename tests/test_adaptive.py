@@ -1,0 +1,66 @@
+"""Adaptive replication: processes go to the cases with the widest CIs, within the budget and cap."""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+from collector.archive import RunWriter, read_run
+from collector.runner import Planned, Runner, RunOptions, Stack
+from collector.workloads import Case, DeviceInfo
+
+WIDE = Case("matmul", {"n": 64, "dtype": "fp32"})
+TIGHT = Case("matmul", {"n": 128, "dtype": "fp32"})
+
+
+def fake_runner(tmp_path: Path, budget_cap: int = 4) -> Runner:
+    writer = RunWriter.create(tmp_path / "runs", "adaptive")
+    writer.write_environment([])
+    writer.write_cases([], [])
+    planned = Planned(Stack("python"), DeviceInfo(type="cpu", name="cpu"), [], writer, [WIDE, TIGHT],
+                      run_entries={"suite": "smoke"})
+    options = RunOptions(out=tmp_path / "runs", stacks=[planned.stack], processes=2, max_processes=budget_cap)
+    runner = Runner(options, [planned], progress=False)
+    rng = random.Random(0)
+
+    def run_task(task):
+        # WIDE: process medians 20% apart; TIGHT: all alike.
+        centre = 1e-3 * (1 + 0.2 * (task.process % 2)) if task.case is WIDE else 1e-3
+        runner.in_flight = task
+        runner.record(task, {
+            "status": "ok", "timing": "perf_counter", "started_at": 1.7e9, "duration_s": 0.01,
+            "samples": [dict(metric="time", unit="s", better="lower", index=i, value=centre * (1 + rng.gauss(0, 0.002)),
+                             iterations=1) for i in range(15)],
+        })
+
+    runner.run_task = run_task  # type: ignore[method-assign]
+    return runner
+
+
+def test_processes_go_to_the_widest_case_up_to_the_cap(tmp_path):
+    runner = fake_runner(tmp_path)
+    runner.run(runner.tasks(set()))
+    before = runner.widths(0)
+    assert before[WIDE.case_id][0] > 5 * before[TIGHT.case_id][0]
+    runner.replicate(budget_s=60)
+    procs: dict[str, set[int]] = {}
+    for r in runner.planned[0].records:
+        procs.setdefault(r.case_id, set()).add(r.process)
+    assert procs[WIDE.case_id] == {0, 1, 2, 3}  # up to the cap of 4
+    assert procs[TIGHT.case_id] == {0, 1}
+    entry = json.loads(runner.planned[0].run_entries["replication"])
+    assert entry["added"] == {WIDE.case_id: 2} and entry["cap"] == 4 and entry["rounds"] == 2
+    # every added attempt was written like any other
+    runner.planned[0].writer.compact()
+    rows = read_run(runner.planned[0].writer.folder)["cases.parquet"][0].to_pylist()
+    assert len(rows) == 6
+
+
+def test_no_time_left_adds_nothing(tmp_path):
+    runner = fake_runner(tmp_path)
+    runner.run(runner.tasks(set()))
+    runner.worker_start_s = 100.0  # a worker would take longer to start than the budget allows
+    runner.replicate(budget_s=10)
+    assert len(runner.planned[0].records) == 4
+    assert json.loads(runner.planned[0].run_entries["replication"])["added"] == {}
