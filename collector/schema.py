@@ -25,6 +25,9 @@ Change log (bump ``SCHEMA_VERSION`` on any change a reader must know about):
   ``gpu_state.parquet`` (``GPU_STATE_FILE``), holds the GPU's state per case and
   process. Version 1 runs are read as version 2 with those columns null; a version 1
   run recorded with ``interleaved`` = True pairs by process index, as it ran.
+  Later in version 2 (no table changes): run ids gain a host tag,
+  ``20261202T140512Z-3fa9c1-5e0b7d``, so hosts recording into one archive never collide;
+  ids without one stay valid.
 """
 
 from __future__ import annotations
@@ -233,7 +236,8 @@ SCHEMAS: dict[str, pa.Schema] = {
 }
 
 _SLUG_BAD = re.compile(r"[^A-Za-z0-9._-]+")
-_RUN_ID = re.compile(r"\d{8}T\d{6}Z-[0-9a-f]{6}")
+# A UTC time, a random suffix and (since run ids became unique per host) a host tag.
+_RUN_ID = re.compile(r"\d{8}T\d{6}Z-[0-9a-f]{6}(?:-[0-9a-f]{6})?")
 MAX_LABEL_LENGTH = 100
 
 
@@ -252,7 +256,8 @@ def sanitize_label(label: str) -> str:
 
 
 def is_valid_run_id(run_id: str) -> bool:
-    """True for ids of the form ``20261202T140512Z-3fa9c1`` (UTC time, random suffix)."""
+    """True for ids like ``20261202T140512Z-3fa9c1-5e0b7d`` (UTC time, random suffix, host tag)
+    and the older ``20261202T140512Z-3fa9c1`` (no host tag)."""
     return bool(_RUN_ID.fullmatch(run_id))
 
 
