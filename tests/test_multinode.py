@@ -94,5 +94,5 @@ def test_a_node_that_dies_mid_step_is_a_failed_case_on_every_node_and_the_run_go
         by_workload = {c["workload"]: c for c in cases}
         statuses.append({w: c["status"] for w, c in by_workload.items()})
         died = by_workload["ddp_node_dies"]
-        assert "torchrun exited with code" in died["error"] and "on this node of 2" in died["error"]
+        assert "torchrun exited with code" in died["error"] and "on this node of 2: first failure rank" in died["error"]
     assert statuses == [{"ddp_node_dies": s.STATUS_FAILED, "ddp_after_a_death": s.STATUS_OK}] * 2

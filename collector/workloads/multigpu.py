@@ -194,6 +194,19 @@ def torchrun_command(nproc: int, script_args: list[str], *, nodes: int = 1, case
     ]  # fmt: skip
 
 
+def _root_cause(output: str) -> str:
+    """``: rank 1 (local_rank: 0) exitcode -9 (SIGKILL)`` from torchrun's failure summary, if any."""
+    if "Root Cause" not in output:
+        return ""
+    block = output[output.rindex("Root Cause"):].splitlines()
+    fields = {}
+    for line in block[1:12]:
+        key, _, value = line.partition(":")
+        if key.strip() in ("rank", "exitcode") and value.strip():
+            fields[key.strip()] = value.strip().split(" (pid")[0] + (" (SIGKILL)" if "SIGKILL" in value else "")
+    return f": first failure rank {fields['rank']}, exit code {fields.get('exitcode', '?')}" if "rank" in fields else ""
+
+
 def run_ddp(params: Mapping[str, Any], ctx: Any, *, script: Path | None = None, workload: str = "multigpu") -> None:
     """One DDP case through torchrun; ``script`` replaces ``_ddp.py`` (tests inject faults with it)."""
     from collector.schema import TIMING_WALL, case_id_for
@@ -237,7 +250,8 @@ def run_ddp(params: Mapping[str, Any], ctx: Any, *, script: Path | None = None, 
         proc = subprocess.run(cmd, env=child_env(env), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=900)
         if proc.returncode != 0:
             where = f" on this node of {nodes}" if nodes > 1 else ""
-            raise RuntimeError(f"torchrun exited with code {proc.returncode}{where}; its last output:\n{proc.stdout.strip()[-3000:]}")
+            raise RuntimeError(f"torchrun exited with code {proc.returncode}{where}{_root_cause(proc.stdout)}; "
+                               f"its last output:\n{proc.stdout.strip()[-3000:]}")
         if not os.path.exists(out):
             raise RuntimeError(f"torchrun finished but this node's first rank wrote no result; its last output:\n{proc.stdout.strip()[-3000:]}")
         with open(out) as f:
