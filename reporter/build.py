@@ -386,7 +386,7 @@ def _find_mkdocs_config() -> Path:
 
 
 @click.command("build")
-@click.option("--runs", "runs_dir", default="runs", show_default=True,
+@click.option("--runs", "runs_dir", default="runs", show_default=True, type=click.Path(path_type=str),
               help="The run archive to read: a folder, or a URL (s3://bucket/prefix) mirrored into a local cache.")
 @click.option("--site", "site_dir", default="site", show_default=True, type=click.Path(path_type=Path),
               help="The MkDocs sources folder to write generated pages into.")

@@ -40,7 +40,7 @@ def _console(stderr: bool = False) -> Console:
 
 
 runs_option = click.option(
-    "--runs", "runs_dir", default="runs", show_default=True, type=str,
+    "--runs", "runs_dir", default="runs", show_default=True, type=click.Path(file_okay=False, path_type=str),
     help="The archive: a folder runs/<label>/<run_id>/*.parquet, or a URL (s3://bucket/prefix) mirrored into a local cache.",
 )
 strict_option = click.option("--strict", is_flag=True, help="Fail (exit 2) if any run is invalid instead of skipping it.")
