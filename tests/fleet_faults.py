@@ -1,4 +1,4 @@
-"""Test-only workloads: a multi-node DDP case in which one node dies mid-step, and one after it.
+"""Test-only workload: a multi-node DDP case in which one node dies mid-step.
 
 Registered only through ``IMAGEBENCH_EXTRA_WORKLOADS=tests.fleet_faults``. Its case runs the
 real multigpu DDP path (torchrun, c10d rendezvous, gloo) with ``tests/ddp_node_dies.py`` in
@@ -36,12 +36,6 @@ def run(params: Mapping[str, Any], ctx: Any) -> None:
         os.environ.pop(DIE_AT_STEP_ENV, None)
 
 
-def run_after(params: Mapping[str, Any], ctx: Any) -> None:
-    from collector.workloads.multigpu import run_ddp
-
-    run_ddp({k: v for k, v in params.items() if k != "die_at_step"}, ctx, workload="ddp_after_a_death")
-
-
 WORKLOADS = [Workload(
     name="ddp_node_dies",
     family="multigpu",
@@ -49,15 +43,6 @@ WORKLOADS = [Workload(
     method="Test only: the node of group rank 1 is killed during a DDP step.",
     cases=cases,
     run=run,
-    timeout_s=300.0,
-    max_processes=1,
-), Workload(
-    name="ddp_after_a_death",
-    family="multigpu",
-    title="test: the multi-node case after a node died",
-    method="Test only: the same DDP case with no fault, run after ddp_node_dies.",
-    cases=cases,
-    run=run_after,
     timeout_s=300.0,
     max_processes=1,
 )]

@@ -8,7 +8,6 @@ import shlex
 import shutil
 import string
 import subprocess
-from pathlib import Path
 
 import pytest
 import yaml

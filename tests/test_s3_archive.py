@@ -5,7 +5,6 @@ read; nothing is overwritten; credentials are never recorded."""
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import pyarrow.fs as pafs
