@@ -15,8 +15,10 @@ from __future__ import annotations
 
 import datetime as dt
 import errno
+import hashlib
 import os
 import secrets
+import socket
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -46,9 +48,19 @@ class ArchiveError(Exception):
 
 
 def new_run_id(now: dt.datetime | None = None) -> str:
-    """A UTC timestamp plus a short random suffix: ``20261202T140512Z-3fa9c1``."""
+    """A UTC timestamp, a random suffix and this host's tag: ``20261202T140512Z-3fa9c1-5e0b7d``.
+
+    The host tag (six hex digits of a hash of the host name) keeps ids from two hosts of a
+    fleet apart even when they start in the same second and draw the same random suffix, so
+    many hosts can record into one archive. Ids without it (older runs) stay valid.
+    """
     now = now or dt.datetime.now(dt.timezone.utc)
-    return now.strftime("%Y%m%dT%H%M%SZ") + "-" + secrets.token_hex(3)
+    return now.strftime("%Y%m%dT%H%M%SZ") + "-" + secrets.token_hex(3) + "-" + host_tag()
+
+
+def host_tag() -> str:
+    """Six hex digits from this host's name: the same for every run of a host, rarely another's."""
+    return hashlib.sha256(socket.gethostname().encode()).hexdigest()[:6]
 
 
 def write_table_atomic(table: pa.Table, path: Path) -> None:

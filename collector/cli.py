@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shlex
 import signal
 import sys
@@ -57,7 +58,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--label", action="append", default=[], help="label the run is filed under (default: torch-<version>-<cuda|cpu>); one per --python")
     run.add_argument("--python", action="append", default=[], help="run the suite under this interpreter (another venv or image's Python); repeatable")
     run.add_argument("--interleave", action="store_true", help="with several --python stacks, alternate cases between them (A B A B ...)")
-    run.add_argument("--out", type=folder_path, help="archive folder (default: runs)")
+    run.add_argument("--out", type=folder_path, help="archive folder, or a URL (s3://bucket/prefix, any pyarrow or fsspec filesystem) the run is uploaded to when it ends (default: runs)")
+    run.add_argument("--stage", type=folder_path, help="with a URL --out: local folder the run is recorded in before its upload (default: $IMAGEBENCH_STAGE, else ~/.cache/imagebench/outbox)")
     run.add_argument("--device", choices=["auto", "cpu", "cuda"], help="device to measure (default: auto)")
     run.add_argument("--only", action="append", default=[], metavar="PATTERN", help="only this workload, or cases whose id matches a glob (e.g. 'matmul*n=4096*'); repeatable")
     run.add_argument("--processes", type=positive_int, help="independent worker processes per case (default: 3)")
@@ -73,6 +75,13 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--max-processes", type=positive_int, help="with --adaptive, at most this many processes a case (default: twice --processes)")
     run.add_argument("--no-doctor", action="store_true", help="do not run the pre-flight checks first")
     run.add_argument("--no-progress", action="store_true", help="no progress bar")
+    dist = run.add_argument_group("multi-node DDP (passed through to torchrun; give the same values on every node but --node-rank)")
+    dist.add_argument("--nnodes", type=int, default=1, help="nodes of the multi-node DDP cases (default: 1, none)")
+    dist.add_argument("--node-rank", type=int, help="this node's rank, 0..nnodes-1 (the c10d rendezvous assigns ranks itself)")
+    dist.add_argument("--rdzv-backend", default="c10d", help="torchrun rendezvous backend (default: c10d)")
+    dist.add_argument("--rdzv-endpoint", metavar="HOST:PORT", help="rendezvous endpoint, the same on every node (e.g. the first node's address:29400)")
+    dist.add_argument("--rdzv-id", help="rendezvous id shared by the nodes, e.g. the Slurm job id (default: imagebench); each case adds its own suffix")
+    dist.add_argument("--nproc-per-node", type=int, help="DDP processes per node, the largest replica count (default: the GPU count; 2 on a CPU)")
 
     doc = sub.add_parser("doctor", help="pre-flight check: what would make a run here misleading, and how to fix it")
     doc.add_argument("--out", default="runs", help="archive folder whose disk is checked (default: runs)")
@@ -87,6 +96,10 @@ def build_parser() -> argparse.ArgumentParser:
     lst.add_argument("--only", action="append", default=[], metavar="PATTERN")
     lst.add_argument("--python", default=None, help="interpreter of the stack (default: this one)")
     lst.add_argument("--json", action="store_true", help="print JSON")
+
+    up = sub.add_parser("upload", help="upload finished run folders to an archive URL (what `run --out URL` does at the end)")
+    up.add_argument("runs", nargs="+", metavar="RUN_DIR", help="a run folder, <label>/<run_id>/")
+    up.add_argument("--out", required=True, help="archive URL, e.g. s3://bucket/prefix")
 
     fp = sub.add_parser("fingerprint", help="print this stack's environment fingerprint")
     fp.add_argument("--image", default=os.environ.get("IMAGEBENCH_IMAGE"))
@@ -122,20 +135,79 @@ def _check_run_args(args: argparse.Namespace) -> None:
         raise CLIError(f"--max-processes {args.max_processes} must be at least --processes {args.processes}")
     if args.resume is not None and (args.python or args.label or args.interleave):
         raise CLIError("--resume takes the run's own settings; do not combine it with --python, --label or --interleave")
+    _check_distributed_args(args)
+    if args.stage is not None and not _is_url(args.out):
+        raise CLIError(f"--stage is for a URL --out; --out {args.out!r} is a folder, where the run is recorded directly")
+
+
+def _is_url(text: str) -> bool:
+    from collector.remote import is_url
+
+    return is_url(text)
+
+
+def _check_distributed_args(args: argparse.Namespace) -> None:
+    if args.nnodes < 1:
+        raise CLIError(f"--nnodes {args.nnodes} must be at least 1")
+    if args.nproc_per_node is not None and not 1 <= args.nproc_per_node <= 64:
+        raise CLIError(f"--nproc-per-node {args.nproc_per_node} must be between 1 and 64")
+    if args.nnodes == 1:
+        given = [f"--{n.replace('_', '-')}" for n in ("node_rank", "rdzv_endpoint", "rdzv_id") if getattr(args, n) is not None]
+        if given:
+            raise CLIError(f"{', '.join(given)} need --nnodes 2 or more")
+        return
+    if args.node_rank is not None and not 0 <= args.node_rank < args.nnodes:
+        raise CLIError(f"--node-rank {args.node_rank} must be between 0 and {args.nnodes - 1} (--nnodes {args.nnodes})")
+    if not args.rdzv_endpoint:
+        raise CLIError(f"--nnodes {args.nnodes} needs --rdzv-endpoint HOST:PORT, the same on every node")
+    host, _, port = args.rdzv_endpoint.rpartition(":")
+    if not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise CLIError(f"--rdzv-endpoint {args.rdzv_endpoint!r} must be HOST:PORT with a port between 1 and 65535")
+    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", args.rdzv_backend):
+        raise CLIError(f"--rdzv-backend {args.rdzv_backend!r} is not a backend name (c10d, etcd-v2, static)")
+    if args.rdzv_id is not None and not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}", args.rdzv_id):
+        raise CLIError(f"--rdzv-id {args.rdzv_id!r} must be letters, digits, '.', '_' or '-' (at most 64)")
+
+
+def _torchrun_args(args: argparse.Namespace) -> str | None:
+    """The multi-node options as torchrun arguments, after any already in the environment."""
+    from collector.workloads.multigpu import TORCHRUN_ARGS_ENV
+
+    ours: list[str] = []
+    if args.nnodes > 1:
+        ours += ["--nnodes", str(args.nnodes), "--rdzv_backend", args.rdzv_backend, "--rdzv_endpoint", args.rdzv_endpoint]
+        if args.node_rank is not None:
+            ours += ["--node_rank", str(args.node_rank)]
+        if args.rdzv_id is not None:
+            ours += ["--rdzv_id", args.rdzv_id]
+    if args.nproc_per_node is not None:
+        ours += ["--nproc_per_node", str(args.nproc_per_node)]
+    if not ours:
+        return None
+    return " ".join(p for p in (os.environ.get(TORCHRUN_ARGS_ENV, ""), shlex.join(ours)) if p)
 
 
 def cmd_run(args: argparse.Namespace) -> int:
     from collector.archive import ArchiveError
     from collector.runner import Interrupted, RunError, RunOptions, Stack, execute
+    from collector.workloads.multigpu import TORCHRUN_ARGS_ENV
 
     _check_run_args(args)
+    torchrun = _torchrun_args(args)
+    if torchrun is not None:
+        os.environ[TORCHRUN_ARGS_ENV] = torchrun  # the workers inherit it; the fingerprint records it
+    remote = args.out if _is_url(args.out) else None
+    if remote is not None:
+        from collector.remote import default_stage, open_filesystem
+
+        open_filesystem(remote)  # a bad URL fails now, not after the run
     pythons = args.python or [sys.executable]
     labels = args.label or [None] * len(pythons)
     envs: list[dict[str, str]] = [{} for _ in pythons]
     for index, name, value in args.env:
         envs[index][name] = value
     options = RunOptions(
-        out=Path(args.out or "runs"),
+        out=Path(args.stage) if args.stage else default_stage() if remote else Path(args.out or "runs"),
         stacks=[Stack(python=p, label=l, env=tuple(sorted(e.items()))) for p, l, e in zip(pythons, labels, envs)],
         suite=args.suite,
         only=list(args.only),
@@ -173,13 +245,18 @@ def cmd_run(args: argparse.Namespace) -> int:
     try:
         planned = execute(options, resume=resume, progress=not args.no_progress and sys.stderr.isatty(), on_start=on_start)
     except RunError as e:
-        raise CLIError(str(e) + _resume_hint(started)) from None
+        raise CLIError(str(e) + _resume_hint(started) + _upload(started, remote)) from None
     except ArchiveError as e:  # the disk failed part-way: say what is kept and how to go on
-        raise CLIError(str(e) + _resume_hint(started)) from None
+        raise CLIError(str(e) + _resume_hint(started) + _upload(started, remote)) from None
     except Interrupted as e:
-        print(inert(f"collector: interrupted by {e}; {_what_exists(started)}"), file=sys.stderr)
+        uploaded = _upload(started, remote)  # an interrupted run is published as such
+        print(inert(f"collector: interrupted by {e}; {_what_exists(started)}{uploaded}"), file=sys.stderr)
         return EXIT_SIGINT if e.signum == signal.SIGINT else EXIT_SIGTERM
     _print_summary(planned)
+    if remote is not None:
+        failed = _upload(planned, remote)
+        if failed.startswith("; upload failed"):
+            raise CLIError(f"the run finished{failed}")
     for p in planned:
         print(p.writer.folder)
     return 0
@@ -217,6 +294,29 @@ def _what_exists(planned: list[Any]) -> str:
         done = sum(1 for r in p.records if r.status != "interrupted")
         parts.append(f"{p.writer.folder} holds {done} finished attempt(s)")
     return "; ".join(parts) + _resume_hint(planned)
+
+
+def _upload(planned: list[Any], remote: str | None) -> str:
+    """Upload each finished run to ``remote``; a remark for the message (empty without a URL)."""
+    if remote is None:
+        return ""
+    from collector.archive import ArchiveError
+    from collector.remote import upload_run
+
+    done, failed = [], []
+    for p in planned:
+        if p.writer.final is not None:  # never published: nothing a reader could take
+            continue
+        try:
+            u = upload_run(p.writer.folder, remote)
+            done.append(f"{u.label}/{u.run_id} ({u.status})")
+            print(f"collector: uploaded {u.label}/{u.run_id} ({u.status}, {u.files} files, {u.bytes:,} bytes) to {u.url}",
+                  file=sys.stderr)
+        except ArchiveError as e:
+            failed.append(f"{e}; upload it later with: collector upload {shlex.quote(str(p.writer.folder))} --out {shlex.quote(remote)}")
+    if failed:
+        return "; upload failed: " + "; ".join(failed)
+    return f"; uploaded {', '.join(done)}" if done else ""
 
 
 def _resume_hint(planned: list[Any]) -> str:
@@ -326,6 +426,17 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     return 0 if verdict(checks) == "fit" else 1
 
 
+def cmd_upload(args: argparse.Namespace) -> int:
+    from collector.remote import upload_run
+
+    if not _is_url(args.out):
+        raise CLIError(f"--out {args.out!r} is not a URL (s3://bucket/prefix, file:///folder, ...)")
+    for run in args.runs:
+        u = upload_run(Path(run), args.out)
+        print(f"uploaded {u.label}/{u.run_id} ({u.status}, {u.files} files, {u.bytes:,} bytes) to {u.url} as upload {u.upload_id}")
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     from collector.archive import ArchiveError
@@ -335,7 +446,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except CLIError as e:
         print(f"collector: error: {e}", file=sys.stderr)
         return EXIT_USAGE
-    handlers = {"run": cmd_run, "list": cmd_list, "fingerprint": cmd_fingerprint, "doctor": cmd_doctor}
+    handlers = {"run": cmd_run, "list": cmd_list, "fingerprint": cmd_fingerprint, "doctor": cmd_doctor, "upload": cmd_upload}
 
     try:
         return handlers[args.command](args)

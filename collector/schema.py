@@ -47,6 +47,10 @@ Change log (bump ``SCHEMA_VERSION`` on any change a reader must know about):
   - The run section gains ``doctor`` (the pre-flight verdict: ``fit`` or ``warnings``),
     ``doctor_warnings`` (JSON list of the checks that warned) and ``replication`` (JSON:
     the processes added to cases with the widest CIs, when adaptive replication ran).
+
+  Later in version 2 (no table changes): run ids gain a host tag,
+  ``20261202T140512Z-3fa9c1-5e0b7d``, so hosts recording into one archive never collide;
+  ids without one stay valid.
 """
 
 from __future__ import annotations
@@ -304,7 +308,8 @@ def legacy_case_id(case_id: str, workload: str, settings: str | None) -> str:
     return re.sub(r"([\[,])dtype=fp32([,\]])", r"\1dtype=fp32-strict\2", case_id)
 
 
-_RUN_ID = re.compile(r"\d{8}T\d{6}Z-[0-9a-f]{6}")
+# A UTC time, a random suffix and (since run ids became unique per host) a host tag.
+_RUN_ID = re.compile(r"\d{8}T\d{6}Z-[0-9a-f]{6}(?:-[0-9a-f]{6})?")
 MAX_LABEL_LENGTH = 100  # characters
 MAX_LABEL_BYTES = 200  # UTF-8 bytes: well below the 255-byte limit of a file name
 _ASCII_KEPT = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-")
@@ -356,7 +361,8 @@ def sanitize_label(label: str) -> str:
 
 
 def is_valid_run_id(run_id: str) -> bool:
-    """True for ids of the form ``20261202T140512Z-3fa9c1`` (UTC time, random suffix)."""
+    """True for ids like ``20261202T140512Z-3fa9c1-5e0b7d`` (UTC time, random suffix, host tag)
+    and the older ``20261202T140512Z-3fa9c1`` (no host tag)."""
     return bool(_RUN_ID.fullmatch(run_id))
 
 

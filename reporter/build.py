@@ -50,7 +50,7 @@ from reporter.pages import (
     runs_index_view,
     trends_views,
 )
-from reporter.options import FOLDER
+from reporter.options import FOLDER, RUNS
 from reporter.paths import label_page, run_page
 from reporter.publish import check_targets, publish_site
 from reporter.render import LANGUAGES, Messages, render_page
@@ -284,6 +284,10 @@ def home_view(reports: list[dict[str, Any]], t: Messages) -> dict[str, Any]:
 
 def _shown_path(path: Path | str | None) -> str:
     """``path`` relative to the working folder when it lies inside it (pages show no home folders)."""
+    from collector.remote import describe_url, is_url
+
+    if is_url(str(path)):
+        return describe_url(str(path))
     p = Path(str(path))
     try:
         return str(p.resolve().relative_to(Path.cwd().resolve()))
@@ -426,8 +430,8 @@ def _find_mkdocs_config() -> Path:
 
 
 @click.command("build")
-@click.option("--runs", "runs_dir", default="runs", show_default=True, type=FOLDER,
-              help="The run archive to read.")
+@click.option("--runs", "runs_dir", default="runs", show_default=True, type=RUNS,
+              help="The run archive to read: a folder, or a URL (s3://bucket/prefix) mirrored into a local cache.")
 @click.option("--site", "site_dir", default="site", show_default=True, type=FOLDER,
               help="The MkDocs sources folder to write generated pages into.")
 @click.option("--public", "public_dir", default="public", show_default=True, type=FOLDER,
@@ -438,7 +442,7 @@ def _find_mkdocs_config() -> Path:
               help=f"Comparisons to publish (default: ./{DEFAULT_CONFIG} when present, else each label "
                    "against the previous version on the same device).")
 @click.option("--no-mkdocs", is_flag=True, help="Only write the Markdown pages; do not run mkdocs.")
-def build_command(runs_dir: Path, site_dir: Path, public_dir: Path, lang: str | None, config_path: Path | None,
+def build_command(runs_dir: str, site_dir: Path, public_dir: Path, lang: str | None, config_path: Path | None,
                   no_mkdocs: bool) -> None:
     """Render comparison reports, the runs archive and trends, then build the static site."""
     result = build_site(

@@ -12,7 +12,7 @@ from rich.console import Console
 from reporter.compare import compare_labels
 from reporter.errors import ReporterError
 from reporter.load import load_archive
-from reporter.options import FOLDER, PERCENT, one_line
+from reporter.options import FOLDER, PERCENT, RUNS, one_line
 from reporter.tables import FORMATS, RENDERERS, render_comparison_table, render_problems, render_runs_table, runs_records
 from reporter.terminal import inert, inert_json
 
@@ -55,8 +55,8 @@ def _console(stderr: bool = False) -> Console:
 
 
 runs_option = click.option(
-    "--runs", "runs_dir", default="runs", show_default=True, type=FOLDER,
-    help="The archive folder: runs/<label>/<run_id>/*.parquet.",
+    "--runs", "runs_dir", default="runs", show_default=True, type=RUNS,
+    help="The archive: a folder runs/<label>/<run_id>/*.parquet, or a URL (s3://bucket/prefix) mirrored into a local cache.",
 )
 strict_option = click.option("--strict", is_flag=True, help="Fail (exit 2) if any run is invalid instead of skipping it.")
 

@@ -190,14 +190,16 @@ def load_archive(runs_dir: str | os.PathLike[str], strict: bool = False) -> Arch
     whose ok attempts lack samples is loaded without those attempts; both are listed in
     ``Archive.problems`` too; with ``strict=True`` any problem raises ``ReporterError``
     instead. Hidden entries (``.name``) and plain files are ignored. A run's label is
-    its folder's name. A missing ``runs_dir`` raises ``ReporterError``.
+    its folder's name. A missing ``runs_dir`` raises ``ReporterError``. A URL
+    (``s3://bucket/prefix``) is read through a local mirror of its finished runs.
     """
-    root = Path(runs_dir)
+    from reporter.remote import resolve_archive  # a URL (s3://...): its finished runs, mirrored into a local cache
+
+    root, problems = resolve_archive(runs_dir)
     if not root.exists():
         raise ReporterError(f"runs folder {str(root)!r} does not exist")
     if not root.is_dir():
         raise ReporterError(f"runs folder {str(root)!r} is not a folder")
-    problems: list[Problem] = []
     folders: list[tuple[str, Path]] = []
     for label_dir in _subfolders(root, problems):
         for run_dir in _subfolders(label_dir, problems):

@@ -59,6 +59,19 @@ class FolderPath(click.Path):
 FOLDER = FolderPath()
 
 
+class RunsLocation(FolderPath):
+    """``--runs``: an archive folder (as ``FOLDER``, given back as text) or a URL
+    (``s3://bucket/prefix``, any pyarrow or fsspec filesystem), passed on unchanged."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if isinstance(value, str) and "://" in value:
+            return value
+        return str(super().convert(value, param, ctx))
+
+
+RUNS = RunsLocation()
+
+
 def one_line(error: click.ClickException) -> click.ClickException:
     """``error`` as a ClickException whose message is one line (no usage block, no hint), exit 2."""
     message = " ".join(error.format_message().split())

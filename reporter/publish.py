@@ -36,14 +36,17 @@ _RENAME_EXCHANGE = 2
 
 def check_targets(runs_dir: Path | str, site_dir: Path | str, public_dir: Path | str | None) -> None:
     """Raise ``ReporterError`` naming the flag and path when --site or --public may not be written."""
-    runs = _resolved(runs_dir)
+    remote = "://" in str(runs_dir)  # an object store: nothing local to protect
+    runs = None if remote else _resolved(runs_dir)
     site = _resolved(site_dir)
-    _refuse_overlap("--site", site_dir, site, "--runs", runs_dir, runs)
+    if runs is not None:
+        _refuse_overlap("--site", site_dir, site, "--runs", runs_dir, runs)
     check_writable_folder("--site", Path(site_dir))
     if public_dir is None:
         return
     public = _resolved(public_dir)
-    _refuse_overlap("--public", public_dir, public, "--runs", runs_dir, runs)
+    if runs is not None:
+        _refuse_overlap("--public", public_dir, public, "--runs", runs_dir, runs)
     _refuse_overlap("--public", public_dir, public, "--site", site_dir, site)
     check_public(Path(public_dir))
 

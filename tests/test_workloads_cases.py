@@ -195,6 +195,27 @@ def test_torchrun_command_passes_multi_node_arguments_through(monkeypatch):
     assert cmd[:3] == [sys.executable, "-m", "torch.distributed.run"]
     assert cmd[cmd.index("--nproc_per_node") + 1] == "2" and "--master_port" in cmd
     monkeypatch.setenv("IMAGEBENCH_TORCHRUN_ARGS", "--nnodes 2 --node_rank 1 --master_addr 10.1.2.3 --master_port 29600")
-    cmd = torchrun_command(4, [])
+    assert "--nnodes" not in torchrun_command(4, [])  # a one-node case keeps its own rendezvous
+    cmd = torchrun_command(4, [], nodes=2, case_key="a")
     assert cmd.count("--master_port") == 1 and "29600" in cmd and "10.1.2.3" in cmd
     assert cmd.index("--nnodes") < cmd.index("--nproc_per_node")
+    other = torchrun_command(4, [], nodes=2, case_key="b")
+    assert cmd[cmd.index("--rdzv_id") + 1] != other[other.index("--rdzv_id") + 1]  # cases never share a rendezvous
+
+
+def test_multi_node_settings_add_cases_with_their_node_count(monkeypatch):
+    from collector.workloads.multigpu import parse_torchrun_args
+
+    s = parse_torchrun_args("--nnodes=2 --nproc_per_node 4 --rdzv-backend c10d --rdzv-endpoint h:29400 --rdzv_id job7 --standalone")
+    assert (s.nnodes, s.nproc_per_node, s.rdzv_id) == (2, 4, "job7")
+    assert s.extra == ("--rdzv-backend", "c10d", "--rdzv-endpoint", "h:29400")
+    with pytest.raises(ValueError, match="--nnodes '1:4'"):
+        parse_torchrun_args("--nnodes 1:4")
+    monkeypatch.setenv("IMAGEBENCH_TORCHRUN_ARGS", "--nnodes 2 --nproc-per-node 4 --rdzv-endpoint h:1")
+    listed = cases("multigpu", "standard", GPU8)
+    assert [(c["replicas"], c.get("nodes", 1)) for c in listed if c["mode"] == "ddp"] == [
+        (1, 1), (2, 1), (4, 1), (1, 2), (2, 2), (4, 2)]
+    assert {c.get("nodes", 1) for c in listed if c["mode"] == "dp"} == {1}
+    # quick on one GPU has no one-node DDP case, but two nodes have something to scale across
+    monkeypatch.setenv("IMAGEBENCH_TORCHRUN_ARGS", "--nnodes 2 --rdzv-endpoint h:1")
+    assert [(c["replicas"], c["nodes"]) for c in cases("multigpu", "quick", GPU1)] == [(1, 2)]

@@ -1,9 +1,12 @@
-"""The script the multigpu workload starts under torchrun: DDP training, timed on rank 0 (not a workload).
+"""The script the multigpu workload starts under torchrun: DDP training, timed per step (not a workload).
 
 Every rank trains the same model on its own synthetic batch under DistributedDataParallel
-(NCCL on GPUs, gloo on the CPU). Rank 0 times each whole step after a device sync; after
-each step it broadcasts whether to stop, so every rank runs the same number of steps. Rank 0
-writes the step times and its peak memory as JSON to ``--out``.
+(NCCL on GPUs, gloo on the CPU), on one node or many. Each rank times each whole step after
+a device sync; after each step rank 0 broadcasts whether to stop, so every rank runs the
+same number of steps. The first rank of each node (local rank 0) writes its step times, its
+global rank, its node's rank and its peak memory as JSON to ``--out`` on its own node: the
+node that holds rank 0 has the case's result, the others their own view of the same steps.
+A peer that vanishes fails the collective within ``--pg-timeout-s`` instead of hanging.
 """
 
 from __future__ import annotations
@@ -30,8 +33,12 @@ def main() -> None:
     p.add_argument("--max-steps", type=int, default=100)
     p.add_argument("--budget-s", type=float, default=2.0)
     p.add_argument("--target-rel-ci", type=float, default=0.02)
+    p.add_argument("--pg-timeout-s", type=float, default=300.0, help="how long a collective waits for a peer")
     p.add_argument("--out", required=True)
     a = p.parse_args()
+
+    import datetime as dt
+    import socket
 
     import torch
     import torch.distributed as dist
@@ -47,7 +54,7 @@ def main() -> None:
         torch.set_num_threads(a.threads)
     if cuda:
         torch.cuda.set_device(local_rank)
-    dist.init_process_group("nccl" if cuda else "gloo")
+    dist.init_process_group("nccl" if cuda else "gloo", timeout=dt.timedelta(seconds=a.pg_timeout_s))
     device = f"cuda:{local_rank}" if cuda else "cpu"
     torch.manual_seed(1234 + rank)
     ctx = SimpleNamespace(torch=torch, device="cuda" if cuda else "cpu")
@@ -94,8 +101,16 @@ def main() -> None:
         dist.broadcast(stop, src=0)  # outside the timed region: every rank agrees to stop
         if stop.item() > 0:
             break
-    if rank == 0:
-        result = {"times": times, "world_size": dist.get_world_size(), "backend": dist.get_backend()}
+    if local_rank == 0:  # one result per node, in that node's --out
+        result = {
+            "times": times,
+            "rank": rank,
+            "group_rank": int(os.environ.get("GROUP_RANK", "0")),
+            "world_size": dist.get_world_size(),
+            "local_world_size": int(os.environ.get("LOCAL_WORLD_SIZE", "1")),
+            "host": socket.gethostname(),
+            "backend": dist.get_backend(),
+        }
         if cuda:
             result["peak_allocated"] = torch.cuda.max_memory_allocated()
             result["peak_reserved"] = torch.cuda.max_memory_reserved()

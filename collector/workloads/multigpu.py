@@ -1,13 +1,15 @@
-"""Data-parallel training scaling: nn.DataParallel and DDP through torchrun, 1..N replicas."""
+"""Data-parallel training scaling: nn.DataParallel and DDP through torchrun, 1..N replicas, 1..M nodes."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shlex
 import subprocess
 import sys
 import tempfile
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -15,9 +17,79 @@ from collector.workloads import DeviceInfo, Workload
 from collector.workloads._models import child_env, cudnn_default, free_port, image_training, require, tier
 
 DDP_SCRIPT = Path(__file__).with_name("_ddp.py")
+# torchrun arguments for the multi-node cases, set by `collector run --nnodes ...` (or by hand):
+# the worker processes inherit it, and the fingerprint records it among the IMAGEBENCH_ variables.
 TORCHRUN_ARGS_ENV = "IMAGEBENCH_TORCHRUN_ARGS"
-# torchrun options that already say where the rendezvous is: then no --master_port is added.
-RENDEZVOUS_OPTIONS = ("--master_port", "--master-port", "--rdzv_endpoint", "--rdzv-endpoint", "--standalone")
+# torchrun flags that take no value (every other option is followed by its value).
+_TORCHRUN_FLAGS = {"--standalone", "--no-python", "--module", "-m", "--run-path", "--redirects-none"}
+# Options the workload sets per case; the user's values of these are read, not passed on.
+_PER_CASE = {"--nnodes", "--nproc-per-node", "--rdzv-id", "--standalone"}
+# How long a process group waits for a peer before it fails the step (gloo and NCCL): a node
+# that dies mid-step turns into a failed case within this time rather than a hung one.
+PG_TIMEOUT_S = 300
+
+
+@dataclass(frozen=True)
+class TorchrunSettings:
+    """What ``IMAGEBENCH_TORCHRUN_ARGS`` asks for: node count, processes per node, the rest as given."""
+
+    nnodes: int = 1
+    nproc_per_node: int | None = None
+    rdzv_id: str = "imagebench"
+    extra: tuple[str, ...] = field(default_factory=tuple)
+
+
+def _option_name(token: str) -> str:
+    """``--nproc_per_node=2`` -> ``--nproc-per-node``: torchrun accepts both spellings."""
+    return token.split("=", 1)[0].replace("_", "-") if token.startswith("--") else token
+
+
+def parse_torchrun_args(text: str) -> TorchrunSettings:
+    """Split torchrun arguments into the node count, processes per node, rendezvous id and the rest.
+
+    Raises ``ValueError`` naming the option when ``--nnodes`` or ``--nproc-per-node`` is not a
+    positive integer (an elastic range such as ``1:4`` would make the world size, and so the
+    case, vary from run to run).
+    """
+    tokens = shlex.split(text)
+    values: dict[str, str] = {}
+    extra: list[str] = []
+    i = 0
+    while i < len(tokens):
+        token = tokens[i]
+        name = _option_name(token)
+        if "=" in token and token.startswith("--"):
+            value, step = token.split("=", 1)[1], 1
+        elif name in _TORCHRUN_FLAGS or i + 1 >= len(tokens) or not token.startswith("-"):
+            value, step = None, 1
+        else:
+            value, step = tokens[i + 1], 2
+        if name in _PER_CASE:
+            if value is not None:
+                values[name] = value
+        else:
+            extra += tokens[i : i + step]
+        i += step
+    counts = {}
+    for name in ("--nnodes", "--nproc-per-node"):
+        if name in values:
+            try:
+                counts[name] = int(values[name])
+            except ValueError:
+                raise ValueError(f"{TORCHRUN_ARGS_ENV}: {name} {values[name]!r} must be a whole number") from None
+            if counts[name] < 1:
+                raise ValueError(f"{TORCHRUN_ARGS_ENV}: {name} {values[name]!r} must be at least 1")
+    return TorchrunSettings(
+        nnodes=counts.get("--nnodes", 1),
+        nproc_per_node=counts.get("--nproc-per-node"),
+        rdzv_id=values.get("--rdzv-id", "imagebench"),
+        extra=tuple(extra),
+    )
+
+
+def torchrun_settings() -> TorchrunSettings:
+    """The settings of this node's multi-node run (one node when the variable is unset)."""
+    return parse_torchrun_args(os.environ.get(TORCHRUN_ARGS_ENV, ""))
 
 
 def replica_counts(n: int) -> list[int]:
@@ -30,12 +102,25 @@ def replica_counts(n: int) -> list[int]:
 
 
 def cases(suite: str, device: DeviceInfo) -> list[dict[str, Any]]:
+    settings = torchrun_settings()
+    single = _single_node_cases(suite, device, settings.nproc_per_node)
+    if settings.nnodes < 2:
+        return single
+    # Every node lists the same multi-node cases (same parameters, same order), so the
+    # nodes meet in each case's rendezvous; replicas is the number of processes per node.
+    ddp = [c for c in single if c["mode"] == "ddp"]
+    if not ddp:  # the quick suite lists no DDP on one GPU; across nodes there is something to scale
+        ddp = [c for c in _single_node_cases("standard", device, settings.nproc_per_node) if c["mode"] == "ddp"]
+    return single + [dict(c, nodes=settings.nnodes) for c in ddp]
+
+
+def _single_node_cases(suite: str, device: DeviceInfo, nproc: int | None) -> list[dict[str, Any]]:
     level = tier(suite, device)
     if not device.is_cuda:
-        procs = replica_counts(min(2, max(1, device.cpu_count)))
+        procs = replica_counts(nproc or min(2, max(1, device.cpu_count)))
         batch = 8 if level == "tiny" else 16
         return [dict(mode="ddp", replicas=k, model="cnn-tiny", image_size=32, batch_per_replica=batch) for k in procs]
-    n = max(1, device.count)
+    n = max(1, nproc or device.count)
     if level in ("tiny", "small"):
         ks = replica_counts(min(n, 2))
         return [dict(mode="ddp", replicas=k, model="cnn-tiny", image_size=32, batch_per_replica=16) for k in ks]
@@ -89,22 +174,51 @@ def run_data_parallel(params: Mapping[str, Any], ctx: Any) -> None:
     training.close()
 
 
-def torchrun_command(nproc: int, script_args: list[str]) -> list[str]:
-    """``python -m torch.distributed.run`` with the user's extra arguments (multi-node) passed through."""
-    extra = shlex.split(os.environ.get(TORCHRUN_ARGS_ENV, ""))
-    cmd = [sys.executable, "-m", "torch.distributed.run", *extra, "--nproc_per_node", str(nproc)]
-    if not any(a.split("=")[0] in RENDEZVOUS_OPTIONS for a in extra):
-        cmd += ["--master_port", str(free_port())]
-    return cmd + [str(DDP_SCRIPT), *script_args]
+def torchrun_command(nproc: int, script_args: list[str], *, nodes: int = 1, case_key: str = "") -> list[str]:
+    """``python -m torch.distributed.run`` for one case.
+
+    One node: a private rendezvous on a free local port. Several nodes: the user's torchrun
+    arguments (``IMAGEBENCH_TORCHRUN_ARGS``: rendezvous backend and endpoint, node rank, ...)
+    with this case's node count and processes per node, and a rendezvous id of its own
+    (``<--rdzv-id>-<hash of the case>``), so that consecutive cases never join each other's
+    rendezvous. Underscore spellings: every torchrun since 1.10 accepts them.
+    """
+    base = [sys.executable, "-m", "torch.distributed.run"]
+    if nodes < 2:
+        return base + ["--nproc_per_node", str(nproc), "--master_port", str(free_port()), str(DDP_SCRIPT), *script_args]
+    settings = torchrun_settings()
+    rdzv_id = f"{settings.rdzv_id}-{hashlib.sha256(case_key.encode()).hexdigest()[:12]}"
+    return base + [
+        "--nnodes", str(nodes), *settings.extra, "--nproc_per_node", str(nproc), "--rdzv_id", rdzv_id,
+        str(DDP_SCRIPT), *script_args,
+    ]  # fmt: skip
 
 
-def run_ddp(params: Mapping[str, Any], ctx: Any) -> None:
-    from collector.schema import TIMING_WALL
+def _root_cause(output: str) -> str:
+    """``: rank 1 (local_rank: 0) exitcode -9 (SIGKILL)`` from torchrun's failure summary, if any."""
+    if "Root Cause" not in output:
+        return ""
+    block = output[output.rindex("Root Cause"):].splitlines()
+    fields = {}
+    for line in block[1:12]:
+        key, _, value = line.partition(":")
+        if key.strip() in ("rank", "exitcode") and value.strip():
+            fields[key.strip()] = value.strip().split(" (pid")[0] + (" (SIGKILL)" if "SIGKILL" in value else "")
+    return f": first failure rank {fields['rank']}, exit code {fields.get('exitcode', '?')}" if "rank" in fields else ""
+
+
+def run_ddp(params: Mapping[str, Any], ctx: Any, *, script: Path | None = None, workload: str = "multigpu") -> None:
+    """One DDP case through torchrun; ``script`` replaces ``_ddp.py`` (tests inject faults with it)."""
+    from collector.schema import TIMING_WALL, case_id_for
 
     k = int(params["replicas"])
+    nodes = int(params.get("nodes", 1))
     cuda = ctx.device == "cuda"
     if cuda and ctx.torch.cuda.device_count() < k:
         ctx.skip(f"DDP with {k} processes needs {k} visible GPUs; this worker sees {ctx.torch.cuda.device_count()}")
+    if nodes > 1 and torchrun_settings().nnodes != nodes:
+        ctx.skip(f"a {nodes}-node case needs `collector run --nnodes {nodes}` on every node; this run has "
+                 f"{torchrun_settings().nnodes}")
     p = ctx.policy
     env: dict[str, str | None] = {}
     threads = 0
@@ -113,7 +227,7 @@ def run_ddp(params: Mapping[str, Any], ctx: Any) -> None:
         threads = max(1, ctx.info.cpu_count // k)
         env["OMP_NUM_THREADS"] = str(threads)
     with tempfile.TemporaryDirectory(prefix="imagebench-ddp-") as folder:
-        out = os.path.join(folder, "rank0.json")
+        out = os.path.join(folder, "node.json")
         script_args = [
             "--model", params["model"],
             "--batch", str(params["batch_per_replica"]),
@@ -127,24 +241,34 @@ def run_ddp(params: Mapping[str, Any], ctx: Any) -> None:
             "--max-steps", str(p.max_samples),
             "--budget-s", str(p.budget_s),
             "--target-rel-ci", str(p.target_rel_ci),
+            "--pg-timeout-s", str(PG_TIMEOUT_S),
             "--out", out,
         ]  # fmt: skip
-        cmd = torchrun_command(k, script_args)
+        cmd = torchrun_command(k, script_args, nodes=nodes, case_key=case_id_for(workload, params))
+        if script is not None:
+            cmd[cmd.index(str(DDP_SCRIPT))] = str(script)
         proc = subprocess.run(cmd, env=child_env(env), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=900)
         if proc.returncode != 0:
-            raise RuntimeError(f"torchrun exited with code {proc.returncode}; its last output:\n{proc.stdout.strip()[-3000:]}")
+            where = f" on this node of {nodes}" if nodes > 1 else ""
+            raise RuntimeError(f"torchrun exited with code {proc.returncode}{where}{_root_cause(proc.stdout)}; "
+                               f"its last output:\n{proc.stdout.strip()[-3000:]}")
         if not os.path.exists(out):
-            if os.environ.get(TORCHRUN_ARGS_ENV):
-                ctx.skip("rank 0 ran on another node (IMAGEBENCH_TORCHRUN_ARGS): that node's run records this case")
-            raise RuntimeError(f"torchrun finished but rank 0 wrote no result; its last output:\n{proc.stdout.strip()[-3000:]}")
+            raise RuntimeError(f"torchrun finished but this node's first rank wrote no result; its last output:\n{proc.stdout.strip()[-3000:]}")
         with open(out) as f:
             result = json.load(f)
     world = int(result["world_size"])
-    if world != k:
-        ctx.note(f"world size {world} (multi-node): {k} processes on this node")
+    if world != nodes * k:
+        raise RuntimeError(f"the rendezvous formed a world of {world} processes; this case needs {nodes} x {k}")
     ctx.set_work(items=world * int(params["batch_per_replica"]), items_unit="images")
-    ctx.record("time", result["times"])
     ctx.set_timing(TIMING_WALL)
+    if nodes > 1:
+        ctx.note(f"node {result['group_rank']} of {nodes} (ranks {result['rank']}..{result['rank'] + k - 1} of {world})")
+    if int(result["rank"]) == 0:
+        ctx.record("time", result["times"])  # the scaling result: rank 0's steps
+    else:
+        # Another node holds rank 0 and records the case's time; this node's steps (the same
+        # synchronised steps, seen here) are kept as its own part, never as a second replicate.
+        ctx.record("wall_time", result["times"])
     if "peak_allocated" in result:
         ctx.record("peak_allocated", [result["peak_allocated"]])
         ctx.record("peak_reserved", [result["peak_reserved"]])
@@ -163,8 +287,12 @@ WORKLOAD = Workload(
         "(gloo and a tiny CNN on the CPU, with the cores split between the processes). Rank 0 times "
         "each whole step after warm-up with the host clock after a device synchronisation; after each"
         " step it broadcasts whether to stop (outside the timed region) so that every rank runs the "
-        "same steps, and returns its step times and peak memory through a file. Multi-node runs pass "
-        "torchrun arguments through the IMAGEBENCH_TORCHRUN_ARGS environment variable. With two or "
+        "same steps, and returns its step times and peak memory through a file. Multi-node runs "
+        "(`collector run --nnodes N --rdzv-endpoint HOST:PORT` on every node) add cases with `nodes=N`"
+        ": each node starts torchrun with a c10d rendezvous of its own per case, the node that holds "
+        "rank 0 records the case's step time, and every other node records the same steps as seen "
+        "by its first rank as `wall_time`, with its own fingerprint; a process group that loses a "
+        "peer fails the case on every node within 300 s and the run goes on. With two or "
         "more GPUs, nn.DataParallel cases (as in the seeds) time the same step in the worker process,"
         " the batch split over k GPUs. The global batch is stored as the work, so throughput and the "
         "scaling efficiency (throughput at k over k times throughput at 1) are derived at report "
@@ -183,8 +311,10 @@ WORKLOAD = Workload(
         " quick 不测）：每个进程通过 DistributedDataParallel 驱动一块 GPU"
         "，通信用 NCCL（CPU 上用 gloo 和一个很小的 CNN，CPU 核在进程间平分）。rank"
         " 0 在预热后于设备同步后用主机时钟为每个完整训练步计时；每步之后它广播是否停止（不计入计时），使所"
-        "有 rank 运行相同的步数，并通过文件返回步时间与峰值显存。多节点运行通过环境变量 IMAGEBENCH_TORCHRUN_ARGS"
-        " 传入 torchrun 参数。两块及以上 GPU 时，nn.DataParallel 用例（与种子"
+        "有 rank 运行相同的步数，并通过文件返回步时间与峰值显存。多节点运行（每个节点执行 `collector run --nnodes N"
+        " --rdzv-endpoint HOST:PORT`）增加 `nodes=N` 的用例：每个节点为每个用例以独立的 c10d 会合启动 torchrun，"
+        "持有 rank 0 的节点记录该用例的步时间，其他节点把其第一个 rank 看到的同一批步记录为 `wall_time`，并附上各自的"
+        "环境指纹；进程组失去对端时，该用例在每个节点上于 300 秒内记为失败，运行继续。两块及以上 GPU 时，nn.DataParallel 用例（与种子"
         "文章相同）在工作进程内为同样的训练步计时，批次拆分到 k 块 GPU 上。全局批大小作为工作量保存，"
         "因此吞吐与扩展效率（k 个副本的吞吐除以 k 倍单副本吞吐）在生成报告时推导。这些用例只在一个工作进"
         "程中运行：每个用例自己启动 k 个进程。"
