@@ -534,7 +534,8 @@ class ArticleBuilder:
         else:
             unit = "s"
         y_title = self.t.plain("chart.throughput_axis", unit=unit) if as_rate else self.t.plain("chart.time_axis")
-        spec = chart_lines(points, x_title=axis, y_title=y_title, log_x=axis not in PARALLEL_PARAMS, log_y=not as_rate)
+        spec = chart_lines(points, x_title=axis, y_title=y_title, log_x=axis not in PARALLEL_PARAMS, log_y=not as_rate,
+                           y_unit=None if as_rate else "s", stacks=(self.baseline.display, self.candidate.display))
         table = TableView([Column(axis, "text"), self._col("series"), self._col("median", "value", True),
                            self._col("ci", "value_ci", True)])
         for d in points:
