@@ -167,9 +167,12 @@ def build_public(
 def _start_mkdocs(config: Path, log: Path) -> subprocess.Popen[str]:
     env = dict(os.environ)
     env.setdefault("NO_MKDOCS_2_WARNING", "1")
+    # Not --quiet: MkDocs 1.6 counts the warnings that --strict aborts on only when they
+    # are logged, and --quiet silences them (a broken link then passes). The output goes
+    # to a log file, shown when the build fails.
     with open(log, "w", encoding="utf-8") as out:
         return subprocess.Popen(
-            [sys.executable, "-m", "mkdocs", "build", "--strict", "--quiet", "-f", str(config)],
+            [sys.executable, "-m", "mkdocs", "build", "--strict", "-f", str(config)],
             stdout=out, stderr=subprocess.STDOUT, text=True, env=env,
         )
 
