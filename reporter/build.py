@@ -22,7 +22,7 @@ from typing import Any, Callable, Mapping, Sequence
 import click
 
 from reporter.article import ArticleBuilder
-from reporter.charts import ChartRenderer, render_svgs
+from reporter.charts import ChartRenderer, measures_chinese, render_svgs
 from reporter.compare import Comparison, compare_labels, compute_summaries
 from reporter.config import (
     DEFAULT_CONFIG,
@@ -213,6 +213,9 @@ def build_site(
 
         t3 = time.perf_counter()
         svgs = renderer.results()
+        if chart_files and "zh" in languages and not measures_chinese():
+            say("warning: no font with Chinese glyphs found: the labels of Chinese charts are laid out too narrow "
+                "and overlap (scripts/setup.sh installs fonts-wqy-microhei)")
     finally:
         renderer.close()
     timings["charts"] = time.perf_counter() - t3  # the wait for the charts after the views

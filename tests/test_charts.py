@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import math
 import re
-import shutil
-import subprocess
 
 import pytest
 from hypothesis import given, settings
@@ -22,6 +20,7 @@ from reporter.charts import (
     chart_ratios,
     linear_ticks,
     log_ticks,
+    measures_chinese,
     render_svg,
     scale_unit,
     text_width,
@@ -207,8 +206,7 @@ def test_rendered_chart_text_is_whole() -> None:
     assert not any("…" in t or "..." in t or re.search(r"#\d", t) for t in texts)
 
 
-@pytest.mark.skipif(not shutil.which("fc-list") or not subprocess.run(["fc-list", ":lang=zh"], capture_output=True,
-                                                                       text=True).stdout.strip(),
+@pytest.mark.skipif(not measures_chinese(),
                     reason="no font with Chinese glyphs installed (scripts/setup.sh installs fonts-wqy-microhei)")
 def test_chinese_legend_entries_do_not_overlap() -> None:
     stacks = ("基线 torch-2.13.0-cpu 加一段很长的中文说明", "候选 torch-2.14.1-cpu 加一段很长的中文说明")
