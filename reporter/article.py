@@ -346,7 +346,8 @@ def _scaling_chart(workload: str, rows: list[CaseRow], df: pd.DataFrame, t: Cata
             if derived:
                 med, lo, hi = items[r.case_id] / med, items[r.case_id] / hi, items[r.case_id] / lo
             series = t.plain(f"side.{role}") + (f" · {variant}" if variant else "")
-            points.append({"x": p[axis], "y": med, "y_low": lo, "y_high": hi, "series": series})
+            points.append({"x": p[axis], "y": med, "y_low": lo, "y_high": hi, "series": series,
+                           "stack": t.plain(f"side.{role}"), "variant": variant})
     points.sort(key=lambda d: (d["series"], d["x"]))
     unit = primary[0].unit if measured else (f"{items_unit}/s" if derived else "s")
     axis_name = t.plain(f"axis.{axis}") if t.has(f"axis.{axis}") else axis

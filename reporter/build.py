@@ -20,14 +20,14 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, Sequence
 
 import click
 
 from reporter.article import compute_article
-from reporter.charts import ChartRenderer, render_svgs
+from reporter.charts import ChartRenderer, measures_chinese, render_svgs
 from reporter.compare import Comparison, compare_labels, compute_summaries
 from reporter.config import (
     DEFAULT_CONFIG,
@@ -53,6 +53,7 @@ from reporter.pages import (
 from reporter.options import FOLDER, RUNS
 from reporter.paths import label_page, run_page
 from reporter.publish import check_targets, publish_site
+from reporter.site_config import LanguageBuild, build_public, language_prefix, site_nav
 from reporter.render import LANGUAGES, Messages, render_page
 from reporter.terminal import inert
 from reporter.views import RAW_FILES, ArticleView, ChartView, WorkloadInfo, load_workloads
@@ -107,14 +108,17 @@ def build_site(
     workloads: Mapping[str, WorkloadInfo] | None = None,
     mkdocs_config: Path | str | None = None,
     chart_workers: int | None = None,
+    languages: Sequence[str] | None = None,
     log: Callable[[str], None] | None = None,
 ) -> BuildResult:
     """Render every page of the site into ``site_dir``; then, unless ``public_dir`` is None, run MkDocs.
 
     One pass: load the archive, select the comparisons, compute every article, view and
-    render the pages, write them. ``workloads`` replaces the collector's registry (the
-    golden tests pin one); ``lang`` overrides the config file's; ``mkdocs_config`` is the
-    base mkdocs.yml (default: the repository's).
+    render the pages, write them. Every page is written once per language of
+    ``languages`` (default: all of them): the root language (``lang``, else the config
+    file's, else en) into ``site_dir``, each other one into ``site_dir/<lang>/`` (see
+    reporter.site_config). ``workloads`` replaces the collector's registry (the golden
+    tests pin one); ``mkdocs_config`` is the base mkdocs.yml (default: the repository's).
     """
     say = log or (lambda _msg: None)
     site = Path(site_dir)
@@ -129,6 +133,7 @@ def build_site(
     site_lang = lang or config.lang or "en"
     if site_lang not in LANGUAGES:
         raise ReporterError(f"--lang {site_lang!r}: choose one of: {', '.join(LANGUAGES)}")
+    languages = _languages(site_lang, languages)
     archive = load_archive(runs_dir)
     for p in archive.problems:
         say(f"warning: skipped {p.path}: {p.reason}")
@@ -158,20 +163,25 @@ def build_site(
     build_command = f"reporter build --runs {_shown_path(runs_dir)}" + (f" --config {_shown_path(config_path)}" if explicit else "")
     families = {name: w.family for name, w in workloads.items()}
     titles = {name: w.title for name, w in workloads.items()}
-    articles, reports, skipped = [], [], []
+    articles: list[tuple[str, Any]] = []  # (language, ArticleData)
+    reports: dict[str, list[dict[str, Any]]] = {x: [] for x in languages}
+    skipped: list[str] = []
     shared: dict[Any, Any] = {}
-    for spec in selection.specs:
+    for spec, spec_titles in _articles(selection.specs, site_lang):
         try:
             comparison = compare(spec)
         except ReporterError as e:
             skipped.append(f"{spec.baseline} → {spec.candidate}: {e}")
             say(f"warning: no report for {spec.baseline} -> {spec.candidate}: {e}")
             continue
-        data = compute_article(restrict(archive, spec.run_ids), spec, comparison=comparison, families=families,
-                               titles=titles, lang=spec.lang or site_lang, build_command=build_command, cache=shared)
-        articles.append(data)
-        reports.append({"title": data.title, "page": data.page, "baseline": spec.baseline, "candidate": spec.candidate,
-                        "device": data.device, "comparison": comparison, "headline": data.headline, "lang": data.lang})
+        for page_lang in languages:  # every article in every language
+            data = compute_article(restrict(archive, spec.run_ids), replace(spec, title=spec_titles.get(page_lang)),
+                                   comparison=comparison, families=families, titles=titles, lang=page_lang,
+                                   build_command=build_command, cache=shared)
+            articles.append((page_lang, data))
+            reports[page_lang].append({"title": data.title, "page": data.page, "baseline": spec.baseline,
+                                       "candidate": spec.candidate, "device": data.device, "comparison": comparison,
+                                       "headline": data.headline, "lang": data.lang})
     # Trends flag changes between neighbours in version order (the default comparisons).
     neighbours: dict[str, dict[tuple[str, str], Comparison]] = {}
     for spec in default_comparisons(selection.classes, archive):
@@ -187,28 +197,39 @@ def build_site(
     # 4. view and render (charts render in other processes meanwhile)
     t = _messages(site_lang)
     pages: list[_Page] = []
+    navs: dict[str, list[Any]] = {}
     renderer = ChartRenderer(chart_workers, render=render_svgs)
     chart_files: list[str] = []
+    home = site / "index.md"
     try:
-        for data in articles:
-            pages.append(_Page(data.page, "article.md.j2", ArticleView(data, _messages(data.lang)), data.lang, data))
-        pages.append(_Page("reports/index.md", "reports_index.md.j2",
-                           reports_index_view(reports, archive=archive, chosen_by=selection.chosen_by,
-                                              config_name=config.source.name if config.source else None,
-                                              skipped=skipped, t=t), site_lang))
-        pages.append(_Page("runs/index.md", "runs_index.md.j2", runs_index_view(archive, selection.classes, t), site_lang))
-        for label in archive.labels():
-            pages.append(_Page(label_page(label), "runs_label.md.j2", label_view(archive, label, reports, t), site_lang))
-        for (label, run_id), view in run_views(archive, t, run_summaries).items():
-            pages.append(_Page(run_page(label, run_id), "run.md.j2", view, site_lang))
-        trends_index, trend_families = trends_views(trend_inputs, workloads, t, [0])
-        pages.append(_Page("trends/index.md", "trends_index.md.j2", trends_index, site_lang))
-        for family, view in trend_families.items():
-            pages.append(_Page(f"trends/{family}.md", "trends_family.md.j2", view, site_lang))
-        pages.append(_Page("methodology.md", "methodology.md.j2", methodology_view(workloads, t), site_lang))
-        home = site / "index.md"
-        if not home.exists() or _is_generated_file(home):
-            pages.append(_Page("index.md", "home.md.j2", home_view(reports, t), site_lang))
+        for page_lang in languages:  # every page in every language, at one path under the language's folder
+            prefix = language_prefix(page_lang, site_lang)
+            t = _messages(page_lang)
+            lang_reports = reports[page_lang]
+            for lang, data in articles:
+                if lang == page_lang:
+                    pages.append(_Page(prefix + data.page, "article.md.j2", ArticleView(data, t), page_lang, data))
+            pages.append(_Page(prefix + "reports/index.md", "reports_index.md.j2",
+                               reports_index_view(lang_reports, archive=archive, chosen_by=selection.chosen_by,
+                                                  config_name=config.source.name if config.source else None,
+                                                  skipped=skipped, t=t), page_lang))
+            pages.append(_Page(prefix + "runs/index.md", "runs_index.md.j2",
+                               runs_index_view(archive, selection.classes, t), page_lang))
+            for label in archive.labels():
+                pages.append(_Page(prefix + label_page(label), "runs_label.md.j2",
+                                   label_view(archive, label, lang_reports, t), page_lang))
+            for (label, run_id), view in run_views(archive, t, run_summaries).items():
+                pages.append(_Page(prefix + run_page(label, run_id), "run.md.j2", view, page_lang))
+            trends_index, trend_families = trends_views(trend_inputs, workloads, t, [0])
+            pages.append(_Page(prefix + "trends/index.md", "trends_index.md.j2", trends_index, page_lang))
+            for family, view in trend_families.items():
+                pages.append(_Page(prefix + f"trends/{family}.md", "trends_family.md.j2", view, page_lang))
+            pages.append(_Page(prefix + "methodology.md", "methodology.md.j2", methodology_view(workloads, t), page_lang))
+            if prefix or not home.exists() or _is_generated_file(home):
+                pages.append(_Page(prefix + "index.md", "home.md.j2", home_view(lang_reports, t), page_lang))
+            navs[page_lang] = site_nav({k: t.plain(f"nav.{k}") for k in ("reports", "runs", "trends", "methodology")},
+                                       [r["page"] for r in lang_reports], [label_page(label) for label in archive.labels()],
+                                       [f"trends/{f}.md" for f in trend_families])
         # Each chart is an SVG file beside its page (charts/<page>-<id>.svg), shown as an image
         # (Markdown and the search index then never parse an SVG's thousands of elements).
         for page in pages:
@@ -224,9 +245,12 @@ def build_site(
     finally:
         renderer.close()
     timings["charts"], clock = time.perf_counter() - clock, time.perf_counter()
+    if chart_files and "zh" in languages and not measures_chinese():
+        say("warning: no font with Chinese glyphs found: the labels of Chinese charts are laid out too narrow "
+            "and overlap (scripts/setup.sh installs fonts-wqy-microhei)")
 
     # 5. write
-    _prepare_generated(site)
+    _prepare_generated(site, [language_prefix(x, site_lang) for x in languages if x != site_lang])
     written = []
     for p, text in zip(pages, texts):
         target = site / p.path
@@ -237,22 +261,50 @@ def build_site(
         target = site / path
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(svg, encoding="utf-8")
-    for asset in sorted(ASSETS_DIR.iterdir()):
-        shutil.copyfile(asset, site / "imagebench" / asset.name)
-    for r in archive.runs.itertuples():
-        folder = site / run_page(str(r.label), str(r.run_id))
-        for name in RAW_FILES:
-            shutil.copyfile(Path(r.path) / name, folder.parent / name)
+    for prefix in (language_prefix(x, site_lang) for x in languages):
+        (site / prefix / "imagebench").mkdir(parents=True, exist_ok=True)
+        for asset in sorted(ASSETS_DIR.iterdir()):
+            shutil.copyfile(asset, site / prefix / "imagebench" / asset.name)
+        for r in archive.runs.itertuples():
+            folder = site / prefix / run_page(str(r.label), str(r.run_id))
+            for name in RAW_FILES:
+                shutil.copyfile(Path(r.path) / name, folder.parent / name)
     timings["write"] = time.perf_counter() - clock
 
     result = BuildResult(site, Path(public_dir) if public_dir is not None else None, written,
-                         [r["page"] for r in reports], skipped, len(archive.problems), len(chart_files), timings)
+                         [r["page"] for r in reports[site_lang]], skipped, len(archive.problems), len(chart_files), timings)
     if public_dir is not None:
         clock = time.perf_counter()
-        nav = _nav(t, reports, archive, trend_families)
-        publish_site(Path(public_dir), lambda folder: run_mkdocs(site, folder, lang=site_lang, nav=nav, base_config=mkdocs_config))
+        publish_site(Path(public_dir), lambda folder: build_public(
+            site, folder, [LanguageBuild(x, navs[x]) for x in languages], root_lang=site_lang, base_config=mkdocs_config))
         timings["mkdocs"] = time.perf_counter() - clock
     return result
+
+
+def _languages(root: str, chosen: Sequence[str] | None) -> tuple[str, ...]:
+    """The languages to build, the root one first (default: every language)."""
+    chosen = tuple(chosen) if chosen is not None else LANGUAGES
+    unknown = [x for x in chosen if x not in LANGUAGES]
+    if unknown:
+        raise ReporterError(f"language {unknown[0]!r}: choose among: {', '.join(LANGUAGES)}")
+    return (root, *[x for x in dict.fromkeys(chosen) if x != root])
+
+
+def _articles(specs: Sequence[ComparisonSpec], root_lang: str) -> list[tuple[ComparisonSpec, dict[str, str]]]:
+    """One article per comparison, with its title in each language the config gives one.
+
+    Every article is published in every language. A comparison declared once per language
+    (the same sides, with ``lang = "zh"`` on one) is one article with two titles; a title
+    is used in its own language only (``lang``, else the root language), and elsewhere the
+    article takes its default title in that language.
+    """
+    out: dict[ComparisonSpec, dict[str, str]] = {}
+    for spec in specs:
+        key = replace(spec, title=None, lang=None)
+        titles = out.setdefault(key, {})
+        if spec.title:
+            titles.setdefault(spec.lang or root_lang, spec.title)
+    return list(out.items())
 
 
 def _select(config: SiteConfig, archive: Archive) -> _Selection:
@@ -342,7 +394,7 @@ def _check_generated(site: Path) -> None:
     """Raise ``ReporterError`` if a generated folder or page exists without the mark of a build."""
     if site.exists() and not site.is_dir():
         raise ReporterError(f"--site {str(site)!r} is not a folder")
-    for name in GENERATED_DIRS:
+    for name in (*GENERATED_DIRS, *LANGUAGES):
         folder = site / name
         if folder.is_symlink() or (folder.exists() and not folder.is_dir()):
             raise ReporterError(f"{folder} is not a folder reporter build generated; move it away and build again")
@@ -357,11 +409,14 @@ def _check_generated(site: Path) -> None:
             raise ReporterError(f"{path} was not generated by reporter build; move it away and build again")
 
 
-def _prepare_generated(site: Path) -> None:
-    """Remove what the last build generated (only that: see ``_check_generated``)."""
+def _prepare_generated(site: Path, language_dirs: Sequence[str] = ()) -> None:
+    """Remove what the last build generated (only that: see ``_check_generated``); make the folders of this one."""
     _check_generated(site)
     site.mkdir(parents=True, exist_ok=True)
-    for name in GENERATED_DIRS:
+    for name in LANGUAGES:  # the other languages' pages of the last build
+        if (site / name / MARKER_FILE).is_file():
+            shutil.rmtree(site / name)
+    for name in (*GENERATED_DIRS, *(d.rstrip("/") for d in language_dirs)):
         folder = site / name
         if folder.exists():
             shutil.rmtree(folder)
@@ -373,60 +428,6 @@ def _prepare_generated(site: Path) -> None:
         path = site / name
         if path.exists():
             path.unlink()
-
-
-# ---- MkDocs ----------------------------------------------------------------------------------
-
-
-def _nav(t: Messages, reports: list[dict[str, Any]], archive: Archive, families: Mapping[str, Any]) -> list[Any]:
-    """Home, then Reports, Runs (labels) and Trends (families) with their pages, then Methodology."""
-    return [
-        "index.md",
-        {t.plain("nav.reports"): ["reports/index.md"] + [r["page"] for r in reports]},
-        {t.plain("nav.runs"): ["runs/index.md"] + [label_page(label) for label in archive.labels()]},
-        {t.plain("nav.trends"): ["trends/index.md"] + [f"trends/{f}.md" for f in families]},
-        {t.plain("nav.methodology"): "methodology.md"},
-    ]
-
-
-def run_mkdocs(site: Path, public: Path, *, lang: str, nav: list[Any] | None = None,
-               base_config: Path | str | None = None) -> None:
-    """``mkdocs build --strict`` of ``site`` into ``public`` with the repository's mkdocs.yml.
-
-    A small config beside it inherits mkdocs.yml and sets the folders, the theme's
-    language and the navigation of this build.
-    """
-    base = Path(base_config) if base_config else _find_mkdocs_config()
-    if not base.is_file():
-        raise ReporterError(f"mkdocs config {str(base)!r} not found")
-    overrides: dict[str, Any] = {
-        "INHERIT": str(base.resolve()),
-        "docs_dir": str(site.resolve()),
-        "site_dir": str(public.resolve()),
-        "theme": {"language": lang},
-    }
-    if nav is not None:
-        overrides["nav"] = nav
-    with tempfile.TemporaryDirectory(prefix="imagebench-mkdocs-") as tmp:
-        config = Path(tmp) / "mkdocs.yml"
-        config.write_text(json.dumps(overrides, ensure_ascii=False, indent=1), encoding="utf-8")
-        env = dict(os.environ)
-        env.setdefault("NO_MKDOCS_2_WARNING", "1")
-        proc = subprocess.run(
-            [sys.executable, "-m", "mkdocs", "build", "--strict", "--quiet", "-f", str(config)],
-            capture_output=True, text=True, env=env,
-        )
-    if proc.returncode != 0:
-        tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-20:])
-        raise ReporterError(f"mkdocs build --strict failed (exit {proc.returncode}):\n{tail}")
-
-
-def _find_mkdocs_config() -> Path:
-    here = Path.cwd() / "mkdocs.yml"
-    return here if here.is_file() else REPO_ROOT / "mkdocs.yml"
-
-
-# ---- the command -----------------------------------------------------------------------------
 
 
 @click.command("build")

@@ -1,10 +1,25 @@
 """Charts for the site: Altair specifications rendered to SVG with vl-convert (no network).
 
-Each ``chart_*`` function takes plain rows (already computed by reporter.compare or
-reporter.pages) and returns a Vega-Lite specification as a dict; ``render_svgs`` turns
-many of them into SVG strings, in a few processes when there are many. The data is
-inlined in the specification, so rendering needs neither a network nor a browser, and
-the SVG is embedded in the page as is.
+Each ``chart_*`` function takes plain rows (already computed by the article or page it
+belongs to) and returns a Vega-Lite specification as a dict; ``render_svgs`` turns many
+of them into SVG strings, in a few processes when there are many. The data is inlined in
+the specification, so rendering needs neither a network nor a browser.
+
+What a reader gets from every chart:
+
+- labels in full: long case and stack names wrap onto several lines at their commas and
+  spaces (or between Chinese characters), never cut short, never numbered;
+- time and memory axes in the unit that fits the data (µs, ms or s; KiB, MiB or GiB),
+  with ticks at round values (1, 2, 5 × 10ⁿ on a log axis, the measured sizes on a size
+  axis) instead of the scale's every minor tick;
+- the 95% CI of every point as an error bar;
+- one colour per stack, fixed by the article's two labels (``stacks``: baseline first),
+  so a stack has the same colour in every chart of an article; variants of a case
+  (dtype, layout) differ by the shape of their points, with their own legend.
+
+The text is measured by vl-convert with the fonts installed where the site is built:
+Chinese labels need a font with Chinese glyphs (scripts/setup.sh installs one), or they
+are laid out too narrow and overlap.
 
 Strings from runs (labels, case names) only ever travel as data values: Vega's SVG
 renderer writes them as XML-escaped text, never as markup.
@@ -15,20 +30,176 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
+import unicodedata
 from concurrent.futures import ProcessPoolExecutor
 from functools import lru_cache
 from typing import Any, Callable, Mapping, Sequence
 
 WIDTH = 560
 DATASET = "rows"
-LABEL_CHARS = 56  # longer case and series names are cut (the table below the chart has them whole)
+WRAP_CHARS = 40  # a legend line holds about this many Latin characters (a Chinese one counts two)
+CASE_WRAP_CHARS = 52  # a case label beside the ratio chart (about 270 px)
+LINE_HEIGHT = 12
 ROW_HEIGHT = 18
+MAX_TICKS = 7
 VERDICT_COLORS = {
     "better": "#1a9850",
     "worse": "#d73027",
     "no significant difference": "#7f7f7f",
     "inconclusive": "#fdae61",
 }
+# Baseline, candidate (Paul Tol's bright scheme): apart from the verdict colours, and told
+# apart with any colour vision.
+STACK_COLORS = ("#4477aa", "#aa3377")
+MORE_COLORS = ("#4477aa", "#ee6677", "#228833", "#ccbb44", "#66ccee", "#aa3377", "#bbbbbb", "#000000")
+# Multi-line labels: the data carries lines joined by "\n"; Vega draws an array as lines.
+_LINES = "split(datum.label, '\\n')"
+_TIME_UNITS = (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6), ("ns", 1e-9))
+_BYTE_UNITS = (("GiB", 2.0**30), ("MiB", 2.0**20), ("KiB", 2.0**10), ("B", 1.0))
+_MANTISSAS = ((1,), (1, 3), (1, 2, 5), (1, 1.5, 2, 3, 5, 7), (1, 1.25, 1.5, 2, 2.5, 3, 4, 5, 6, 8),
+              (1, 1.1, 1.2, 1.3, 1.4, 1.5, 1.6, 1.8, 2, 2.5, 3, 3.5, 4, 4.5, 5, 6, 7, 8, 9))
+
+
+# ---- labels ------------------------------------------------------------------------------------
+
+
+def _char_width(c: str) -> int:
+    return 2 if unicodedata.east_asian_width(c) in ("W", "F") else 1
+
+
+def text_width(text: str) -> int:
+    """``text``'s width in Latin characters (a Chinese character counts two)."""
+    return sum(_char_width(c) for c in text)
+
+
+# Where a label may break: after a comma, semicolon, middle dot or space, after Chinese
+# punctuation, and between two Chinese characters; never inside a word or an id.
+_BREAK = re.compile(r"(?<=, )|(?<=; )|(?<=· )|(?<= )(?=[^\s·])|(?<=[，、；：）])|(?<=[\u3400-\u9fff])(?=[\u3400-\u9fff（])")
+
+
+_CJK = re.compile(r"[\u3400-\u9fff]")
+
+
+def wrap_label(text: str, width: int = WRAP_CHARS) -> str:
+    """``text`` on lines of at most ``width`` (in Latin characters), joined by ``\\n``.
+
+    Lines break only where ``_BREAK`` allows; a single word longer than ``width`` keeps
+    its own line whole.
+    """
+    text = " ".join(str(text).split())
+    if text_width(text) <= width:
+        return text
+    lines: list[str] = []
+    line = ""
+    for piece in (p for p in _BREAK.split(text) if p):
+        if line and text_width(line + piece.rstrip()) > width:
+            lines.append(line.rstrip())
+            line = piece.lstrip()
+        else:
+            line += piece
+    if line.strip():
+        lines.append(line.rstrip())
+    return "\n".join(lines)
+
+
+def _distinct(labels: Sequence[str]) -> list[str]:
+    """Labels made distinct where two are equal, invisibly (zero-width spaces), so a category axis keeps both."""
+    seen: dict[str, int] = {}
+    out = []
+    for label in labels:
+        n = seen.get(label, 0)
+        seen[label] = n + 1
+        out.append(label + "\u200b" * n)
+    return out
+
+
+def _lines(label: str) -> int:
+    return label.count("\n") + 1
+
+
+# ---- units and ticks ---------------------------------------------------------------------------
+
+
+def _finite(values: Sequence[Any]) -> list[float]:
+    return [float(v) for v in values if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)]
+
+
+def scale_unit(values: Sequence[Any], unit: str | None) -> tuple[str | None, float]:
+    """The unit to show ``values`` (stored in ``unit``) in, and what a stored value is divided by.
+
+    Seconds become ns, µs, ms or s and bytes B, KiB, MiB or GiB, whichever puts the
+    largest value at 1 or more; any other unit is kept as it is.
+    """
+    finite = [abs(v) for v in _finite(values) if v != 0]
+    table = _TIME_UNITS if unit == "s" else _BYTE_UNITS if unit in ("bytes", "B") else None
+    if table is None or not finite:
+        return unit, 1.0
+    top = max(finite)
+    for name, size in table:
+        if top >= size:
+            return name, size
+    return table[-1]
+
+
+def log_ticks(low: float, high: float, max_ticks: int = MAX_TICKS) -> list[float]:
+    """Round tick values for a log axis from ``low`` to ``high`` (both > 0): at most ``max_ticks``.
+
+    The finest of 10ⁿ, (1, 3), (1, 2, 5), ... × 10ⁿ that fits; across many decades, every
+    second or third power of ten; within less than one step, linear round ticks.
+    """
+    if not (low > 0 and high > 0) or not (math.isfinite(low) and math.isfinite(high)):
+        return []
+    low, high = min(low, high), max(low, high)
+    best: list[float] = []
+    for mantissas in _MANTISSAS:
+        ticks = [_round(m * 10.0**e) for e in range(math.floor(math.log10(low)) - 1, math.ceil(math.log10(high)) + 1)
+                 for m in mantissas]
+        ticks = [v for v in ticks if low <= v <= high]
+        if len(ticks) > max_ticks:
+            break
+        best = ticks
+    if len(best) >= 2:
+        return best
+    if not best:  # many decades: powers of ten, every k-th
+        first, last = math.ceil(math.log10(low)), math.floor(math.log10(high))
+        step = max(1, math.ceil((last - first + 1) / max_ticks))
+        powers = [_round(10.0**e) for e in range(first, last + 1, step)]
+        if len(powers) >= 2:
+            return powers
+    return linear_ticks(low, high, max_ticks)
+
+
+def linear_ticks(low: float, high: float, max_ticks: int = MAX_TICKS) -> list[float]:
+    """Round tick values (a step of 1, 2 or 5 × 10ⁿ) from ``low`` to ``high``: at most ``max_ticks``, at least two."""
+    if not (math.isfinite(low) and math.isfinite(high)):
+        return []
+    low, high = min(low, high), max(low, high)
+    if high == low:
+        return [_round(low)]
+    raw = (high - low) / max(1, max_ticks - 1)
+    exp = math.floor(math.log10(raw))
+    for m in (1, 2, 2.5, 5, 10):
+        step = m * 10.0**exp
+        if step >= raw:
+            break
+    first = math.ceil(low / step - 1e-9)
+    ticks = [_round(i * step) for i in range(first, math.floor(high / step + 1e-9) + 1)]
+    return ticks
+
+
+def _round(value: float) -> float:
+    """``value`` to 12 significant digits (1.2000000000000002 is 1.2), so ticks print as round numbers."""
+    return float(f"{value:.12g}")
+
+
+def _padded_log(low: float, high: float, pad: float = 1.08) -> list[float]:
+    if low == high:
+        return [low / 1.5, high * 1.5]
+    return [low / pad, high * pad]
+
+
+# ---- charts ------------------------------------------------------------------------------------
 
 
 def _clean(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
@@ -48,34 +219,48 @@ def chart_ratios(rows: Sequence[Mapping[str, Any]], *, x_title: str, verdict_nam
     """Ratio (> 1: candidate better) with its 95% CI as an error bar, one line per case.
 
     ``rows``: dicts with ``case`` (the y label), ``ratio``, ``ci_low``, ``ci_high`` and
-    ``verdict`` (one of reporter.stats.VERDICTS), in the order to show them.
+    ``verdict`` (one of the keys of VERDICT_COLORS), in the order to show them.
+    ``verdict_names`` names the verdicts in the page's language.
     """
-    cases = _distinct_short([str(r["case"]) for r in rows])
+    cases = _distinct([wrap_label(str(r["case"]), CASE_WRAP_CHARS) for r in rows])
     data = _clean([{**r, "case": case, "verdict_name": verdict_names.get(str(r["verdict"]), str(r["verdict"]))}
                    for r, case in zip(rows, cases)])
-    names = tuple(verdict_names.get(k, k) for k in VERDICT_COLORS)
-    return _with_data(_ratio_skeleton(x_title, names), data)
+    # The legend names the verdicts the chart shows, in a fixed order, each in its own colour.
+    present = [k for k in VERDICT_COLORS if any(str(r["verdict"]) == k for r in rows)]
+    step = max(ROW_HEIGHT, LINE_HEIGHT * max((_lines(c) for c in cases), default=1) + 6)
+    spec = json.loads(_ratio_skeleton(x_title, step))
+    _patch(spec, ("verdict_name",), scale={"domain": [verdict_names.get(k, k) for k in present],
+                                           "range": [VERDICT_COLORS[k] for k in present]})
+    values = _finite([r.get(k) for r in rows for k in ("ratio", "ci_low", "ci_high")])
+    values = [v for v in values if v > 0] + [1.0]
+    domain = _padded_log(min(values), max(values))
+    ticks = log_ticks(*domain)
+    _patch(spec, ("ci_low", "ratio", "one"), scale={"domain": domain}, axis={"values": ticks} if ticks else None)
+    return _with_data(spec, data)
 
 
 @lru_cache(maxsize=64)
-def _ratio_skeleton(x_title: str, verdict_names: tuple[str, ...]) -> str:
+def _ratio_skeleton(x_title: str, step: int) -> str:
     import altair as alt
 
     base = alt.Chart(alt.NamedData(name=DATASET))
     # sort=None keeps the cases in the order of the data; the height steps with the cases.
-    y = alt.Y("case:N", sort=None, title=None, axis=alt.Axis(labelLimit=0))
+    y = alt.Y("case:N", sort=None, title=None, axis=alt.Axis(labelLimit=0, labelExpr=_LINES, labelLineHeight=LINE_HEIGHT))
     # Log scale: a ratio of 2 and one of 1/2 lie equally far from 1, and wide CIs stay readable.
-    x_scale = alt.Scale(type="log", zero=False, nice=False, padding=8)
-    colors = alt.Scale(domain=list(verdict_names), range=list(VERDICT_COLORS.values()))
+    x_scale = alt.Scale(type="log", zero=False, nice=False)
+    x_axis = alt.Axis(labelExpr="format(datum.value, '~g') + '×'", grid=True, labelOverlap=True)
+    colors = alt.Scale(domain=list(VERDICT_COLORS), range=list(VERDICT_COLORS.values()))  # set per chart
+    legend = alt.Legend(title=None, orient="bottom", labelLimit=0, symbolLimit=1000)
     bars = base.mark_rule(strokeWidth=2).encode(
-        x=alt.X("ci_low:Q", scale=x_scale, title=x_title), x2="ci_high:Q", y=y,
-        color=alt.Color("verdict_name:N", scale=colors, legend=alt.Legend(title=None, orient="bottom")),
+        x=alt.X("ci_low:Q", scale=x_scale, title=x_title, axis=x_axis), x2="ci_high:Q", y=y,
+        color=alt.Color("verdict_name:N", scale=colors, legend=legend),
     )
     points = base.mark_point(filled=True, size=50).encode(
-        x=alt.X("ratio:Q", scale=x_scale), y=y, color=alt.Color("verdict_name:N", scale=colors)
+        x=alt.X("ratio:Q", scale=x_scale, axis=x_axis), y=y, color=alt.Color("verdict_name:N", scale=colors, legend=legend)
     )
-    one = alt.Chart(alt.Data(values=[{"one": 1.0}])).mark_rule(strokeDash=[4, 3], color="#444").encode(x="one:Q")
-    chart = alt.layer(one, bars, points).properties(width=WIDTH - 280, height=alt.Step(ROW_HEIGHT))
+    one = alt.Chart(alt.Data(values=[{"one": 1.0}])).mark_rule(strokeDash=[4, 3], color="#444").encode(
+        x=alt.X("one:Q", scale=x_scale, axis=x_axis))
+    chart = alt.layer(one, bars, points).properties(width=WIDTH - 280, height=alt.Step(step))
     return json.dumps(chart.to_dict(validate=False))
 
 
@@ -87,74 +272,166 @@ def chart_lines(
     x_type: str = "Q",
     log_x: bool = True,
     log_y: bool = True,
+    y_unit: str | None = None,
+    stacks: Sequence[str] | None = None,
 ) -> dict[str, Any]:
     """Medians with 95% CI error bars, one line per series: time by size, scaling, trends.
 
     ``rows``: dicts with ``x`` (a number; or, for ``x_type="N"``, a label: labels then
     appear in the order of their first row), ``y``, ``y_low``, ``y_high`` and ``series``
-    (the line: a label, or a case).
+    (the line's name). With ``stacks`` (the article's labels, baseline first) the colour
+    is the stack: a row names its stack in ``stack`` and its variant (what else tells its
+    line apart: dtype, layout) in ``variant``; without those keys, a ``series`` of the form
+    ``"<stack> · <variant>"`` is read that way. Without ``stacks`` every series has its
+    own colour.
+
+    ``y_unit`` is the unit ``y`` is stored in: seconds (``"s"``) and bytes are shown in the
+    unit that fits the data, named after ``y_title`` in brackets; any other unit is named
+    as it is. With ``y_unit=None``, ``y_title`` is shown as given.
     """
-    names = sorted({str(r["series"]) for r in rows})
-    series = dict(zip(names, _distinct_short(names)))
-    xs = sorted({r["x"] for r in rows if isinstance(r["x"], str)})
-    xs = dict(zip(xs, _distinct_short(xs)))
-    data = _clean([{**r, "series": series[str(r["series"])], "x": xs.get(r["x"], r["x"]) if isinstance(r["x"], str) else r["x"]}
-                   for r in rows])
-    return _with_data(_lines_skeleton(x_title, y_title, x_type, log_x, log_y), data)
+    unit, size = scale_unit([r.get("y") for r in rows], y_unit)
+    if not unit:
+        title = y_title
+    elif _CJK.search(y_title):  # Chinese brackets in a Chinese title
+        title = f"{y_title}（{unit}）"
+    else:
+        title = f"{y_title} ({unit})"
+    xs = [r["x"] for r in rows]
+    by_stack = bool(stacks)
+    data = []
+    for r in rows:
+        d = dict(r)
+        for k in ("y", "y_low", "y_high"):
+            v = r.get(k)
+            d[k] = v / size if isinstance(v, (int, float)) and not isinstance(v, bool) else v
+        if by_stack:
+            stack, variant = _stack_of(r, stacks or ())
+            d["stack"], d["variant"] = wrap_label(stack), wrap_label(variant) if variant else ""
+        d["series"] = wrap_label(str(r["series"]))
+        data.append(d)
+    variants = len({d.get("variant") for d in data}) > 1 if by_stack else False
+    stack_names = [wrap_label(s) for s in (stacks or ())]
+    spec = json.loads(_lines_skeleton(x_title, title, x_type, log_x, log_y, by_stack, variants))
+    if by_stack:
+        extra = sorted({d["stack"] for d in data} - set(stack_names))
+        names = stack_names + extra
+        palette = list(STACK_COLORS) + [c for c in MORE_COLORS if c not in STACK_COLORS]
+        _patch(spec, ("stack",), scale={"domain": names, "range": palette[:len(names)]})
+    ys = _finite([d.get(k) for d in data for k in ("y", "y_low", "y_high")])
+    if log_y:
+        ys = [v for v in ys if v > 0]
+        if ys:
+            domain = _padded_log(min(ys), max(ys))
+            _patch(spec, ("y", "y_low"), scale={"domain": domain}, axis={"values": log_ticks(*domain)})
+    if x_type == "Q":
+        xv = sorted(set(_finite(xs)))
+        if log_x:
+            xv = [v for v in xv if v > 0]
+        if xv:
+            # A handful of measured sizes or counts: the ticks are those values.
+            ticks = xv if len(xv) <= 10 else (log_ticks(xv[0], xv[-1]) if log_x else linear_ticks(xv[0], xv[-1]))
+            if log_x:
+                domain = _padded_log(xv[0], xv[-1], 1.15)
+            else:
+                pad = (xv[-1] - xv[0]) * 0.05 or 0.5
+                domain = [xv[0] - pad, xv[-1] + pad]
+            _patch(spec, ("x",), scale={"domain": domain}, axis={"values": ticks})
+    return _with_data(spec, data)
+
+
+def _stack_of(row: Mapping[str, Any], stacks: Sequence[str]) -> tuple[str, str]:
+    if "stack" in row:
+        return str(row["stack"]), str(row.get("variant") or "")
+    series = str(row["series"])
+    for s in sorted(stacks, key=len, reverse=True):  # the longest label that starts the series
+        if series == s:
+            return s, ""
+        if series.startswith(s + " · "):
+            return s, series[len(s) + 3:]
+    return series, ""
 
 
 @lru_cache(maxsize=64)
-def _lines_skeleton(x_title: str, y_title: str, x_type: str, log_x: bool, log_y: bool) -> str:
+def _lines_skeleton(x_title: str, y_title: str, x_type: str, log_x: bool, log_y: bool, by_stack: bool,
+                    variants: bool) -> str:
     import altair as alt
 
     if x_type == "Q":
-        x = alt.X("x:Q", title=x_title, scale=alt.Scale(type="log" if log_x else "linear", zero=False))
-    else:
-        x = alt.X("x:N", title=x_title, sort=None, axis=alt.Axis(labelAngle=-30, labelLimit=0))
-    y_scale = alt.Scale(type="log" if log_y else "linear", zero=False)
+        x = alt.X("x:Q", title=x_title, scale=alt.Scale(type="log" if log_x else "linear", zero=False, nice=False),
+                  axis=alt.Axis(format="~g", labelOverlap=True))
+    else:  # labels (stacks in version order): slanted, so long ones stay whole and apart
+        x = alt.X("x:N", title=x_title, sort=None, axis=alt.Axis(labelAngle=-40, labelAlign="right", labelLimit=0))
+    y_scale = alt.Scale(type="log" if log_y else "linear", zero=False, nice=not log_y)
+    y_axis = alt.Axis(format="~g" if log_y else "~s", labelOverlap=True)
     base = alt.Chart(alt.NamedData(name=DATASET))
-    color = alt.Color("series:N", title=None, sort="ascending",
-                      legend=alt.Legend(orient="bottom", columns=2, labelLimit=0))
-    line = base.mark_line(point=True).encode(x=x, y=alt.Y("y:Q", title=y_title, scale=y_scale), color=color)
-    bars = base.mark_rule().encode(x=x, y=alt.Y("y_low:Q", scale=y_scale), y2="y_high:Q", color=color)
+    legend = {"labelLimit": 0, "symbolLimit": 1000, "labelExpr": _LINES}
+    extra: dict[str, Any] = {}
+    if by_stack:
+        color = alt.Color("stack:N", title=None, legend=alt.Legend(orient="top", direction="horizontal", **legend))
+        if variants:  # told apart by the shape of their points (a dash too would take a second legend)
+            extra["shape"] = alt.Shape("variant:N", title=None, sort="ascending",
+                                       legend=alt.Legend(orient="bottom", columns=1, symbolFillColor="#555", **legend))
+        detail = alt.Detail("series:N")
+    else:
+        color = alt.Color("series:N", title=None, sort="ascending", scale=alt.Scale(range=list(MORE_COLORS)),
+                          legend=alt.Legend(orient="bottom", columns=1, **legend))
+        detail = alt.Detail("series:N")
+    y = alt.Y("y:Q", title=y_title, scale=y_scale, axis=y_axis)
+    line = base.mark_line(point=alt.OverlayMarkDef(filled=True, size=40)).encode(
+        x=x, y=y, color=color, detail=detail, **extra)
+    bars = base.mark_rule(strokeWidth=1.5).encode(x=x, y=alt.Y("y_low:Q", title=y_title, scale=y_scale, axis=y_axis),
+                                                  y2="y_high:Q", color=color, detail=detail)
     chart = alt.layer(bars, line).properties(width=WIDTH - 120, height=240)
-    return json.dumps(chart.to_dict(validate=False))
+    spec = chart.to_dict(validate=False)
+    # Several legends below the chart are stacked, not set side by side.
+    spec.setdefault("config", {}).setdefault("legend", {})["layout"] = {
+        "bottom": {"anchor": "start", "direction": "vertical", "margin": 8},
+        "top": {"anchor": "start", "direction": "vertical", "margin": 8},
+    }
+    return json.dumps(spec)
 
 
-def _with_data(skeleton: str, data: list[dict[str, Any]]) -> dict[str, Any]:
-    """A chart's specification: the cached Altair output with this chart's rows as its dataset.
+def _patch(spec: dict[str, Any], fields: Sequence[str], *, scale: Mapping[str, Any] | None = None,
+           axis: Mapping[str, Any] | None = None) -> None:
+    """Set scale and axis properties of every encoding (in every layer) of one of ``fields``."""
+    for layer in [spec, *spec.get("layer", [])]:
+        for enc in layer.get("encoding", {}).values():
+            if isinstance(enc, dict) and enc.get("field") in fields:
+                if scale:
+                    enc.setdefault("scale", {}).update(scale)
+                if axis and "axis" in enc and enc["axis"] is not None:
+                    enc["axis"].update(axis)
+                elif axis and "axis" not in enc:
+                    enc["axis"] = dict(axis)
 
-    Building the Altair chart once per kind of chart and filling in the data costs a
-    fraction of building a new chart each time, which matters at hundreds of charts.
-    ARIA attributes are left out of the SVG (the figure carries a label and the same
-    data follows as a table); with label truncation done here instead of by Vega's text
-    measurement, that halves the rendering time.
+
+def _with_data(spec: dict[str, Any], data: list[dict[str, Any]]) -> dict[str, Any]:
+    """A chart's specification with this chart's rows as its dataset.
+
+    Building the Altair chart once per kind of chart (cached) and filling in the data
+    costs a fraction of building a new chart each time, which matters at hundreds of
+    charts. ARIA attributes are left out of the SVG (the figure carries a label and the
+    same data follows as a table), which halves the rendering time.
     """
-    spec = json.loads(skeleton)
-    spec["datasets"] = {DATASET: data}
+    spec["datasets"] = {DATASET: _clean(data)}
     spec.setdefault("config", {})["aria"] = False
     return spec
 
 
-def _short(text: str, limit: int = LABEL_CHARS) -> str:
-    """``text`` cut in the middle to ``limit`` characters (the ends tell cases apart)."""
-    if len(text) <= limit:
-        return text
-    head = limit // 3
-    return text[:head] + "…" + text[len(text) - (limit - head - 1):]
+@lru_cache(maxsize=1)
+def measures_chinese() -> bool:
+    """Whether vl-convert finds a font with Chinese glyphs here (else Chinese labels are laid out too narrow).
 
-
-def _distinct_short(names: Sequence[str]) -> list[str]:
-    """Shortened names, numbered where shortening made two of them equal."""
-    short = [_short(n) for n in names]
-    seen: dict[str, int] = {}
-    out = []
-    for full, cut in zip(names, short):
-        if cut != full and short.count(cut) > 1:
-            seen[cut] = seen.get(cut, 0) + 1
-            cut = f"{cut} #{seen[cut]}"
-        out.append(cut)
-    return out
+    Ten Chinese characters at 10 px are 100 px wide in any such font; without one,
+    vl-convert measured them as 36 px.
+    """
+    spec = {"data": {"values": [{"a": "汉字汉字汉字汉字汉字"}]}, "mark": "point",
+            "encoding": {"color": {"field": "a", "type": "nominal", "legend": {"title": None, "labelLimit": 0}}},
+            "config": {"aria": False}}
+    svg = render_svg(spec)
+    # The legend entry's background spans its symbol (16 px) and the label as measured.
+    m = re.search(r'role-legend-entry.*?<path class="background"[^>]*d="M0,0h0v0h0Z".*?d="M0,0h([\d.]+)v', svg, re.S)
+    return bool(m) and float(m.group(1)) >= 16 + 90
 
 
 def render_svg(spec: Mapping[str, Any]) -> str:

@@ -308,7 +308,7 @@ def trends_views(inputs: Sequence[TrendInput], workloads: Mapping[str, WorkloadI
                     rank = {lab: i for i, lab in enumerate(present)}
                     points.sort(key=lambda p: (rank[p["x"]], p["series"]))
                     spec = chart_lines(points, x_title=t.plain("chart.label_axis"),
-                                       y_title=f"{_metric(t, chart_metric)} ({unit})", x_type="N",
+                                       y_title=_metric(t, chart_metric), y_unit=unit, x_type="N",
                                        log_x=False, log_y=unit in ("s", "bytes"))
                     data = TableView([_col(t, "label"), _col(t, "case"), _col(t, "median", "value", True),
                                       _col(t, "ci", "interval", True)])

@@ -118,7 +118,9 @@ class ArticleView:
             names = {v.value: t.plain(f"verdict.{k}") for v, k in VERDICT_KEY.items()}
             spec = chart_ratios(list(data.points), x_title=data.x_title, verdict_names=names)
             return ChartView(data.title, spec, None, f"c{number:03d}")
-        spec = chart_lines(list(data.points), x_title=data.x_title, y_title=data.y_title, log_x=data.log_x, log_y=data.log_y)
+        spec = chart_lines(list(data.points), x_title=data.x_title, y_title=data.y_title, log_x=data.log_x, log_y=data.log_y,
+                           y_unit=data.unit if data.unit in ("s", "bytes") else None,
+                           stacks=(t.plain("side.baseline"), t.plain("side.candidate")))
         table = Table([Column(data.x_title), col(t, "series"), col(t, "median", "value", True),
                        col(t, "ci", "markup", True)], css="ib-details")
         table.rows = [[str(p["x"]), p["series"], (p["y"], data.unit), _ci_text(((p["y_low"], p["y_high"]), data.unit))]

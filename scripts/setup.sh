@@ -38,6 +38,17 @@ say "installing imagebench[$extras]"
 # transformers provides the BERT workload's model (built from a config, no download).
 "$VENV/bin/python" -c "import transformers" >/dev/null 2>&1 || "${PIP[@]}" install "transformers>=4.40" || say "transformers unavailable: BERT cases will be recorded as skipped"
 
+# Charts are laid out by vl-convert, which measures text with the fonts installed here:
+# without one that has Chinese glyphs, the labels of the Chinese charts overlap.
+if ! fc-list :lang=zh 2>/dev/null | grep -q .; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    say "installing a font with Chinese glyphs (fonts-wqy-microhei) for the charts"
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq fonts-wqy-microhei >/dev/null
+  else
+    say "no font with Chinese glyphs and none can be installed here: Chinese chart labels may overlap"
+  fi
+fi
+
 if [ "$WITH_TEST" = 1 ] && ! command -v chromium >/dev/null 2>&1; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
     say "installing headless Chromium for the browser tests"

@@ -1,7 +1,10 @@
 """The site as a reader sees it: built for real, served on 127.0.0.1, opened in headless Chromium.
 
-Skipped (with the reason) only when Chromium is not installed at /usr/bin/chromium.
-A screenshot of the article is saved under artifacts/ (git-ignored).
+Skipped (with the reason) only when Chromium is not installed at /usr/bin/chromium
+(``scripts/setup.sh --test`` installs it). One site, English and Chinese, is built for the
+module; each article is opened at 1400 px (every table fits the content column) and at
+400 px (the page never scrolls sideways), and a full-page screenshot of each, in each
+language, is saved under artifacts/ (git-ignored) for review.
 """
 
 from __future__ import annotations
@@ -9,9 +12,11 @@ from __future__ import annotations
 import functools
 import http.server
 import os
+import re
 import socketserver
 import sys
 import threading
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
@@ -19,6 +24,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 GOLDEN_RUNS = ROOT / "tests" / "data" / "golden_runs"
+ARTIFACTS = ROOT / "artifacts"
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = [
     "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
@@ -26,6 +32,7 @@ CHROMIUM_ARGS = [
 ]
 ARTICLE = "reports/golden-2.8.0--vs--golden-2.9.0/"
 FAILED_RUN = "runs/golden-2.9.0/20260210T120000Z-d4e5f6/"
+WIDE, PHONE = 1400, 400
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
 
@@ -35,8 +42,15 @@ class _QuietHandler(http.server.SimpleHTTPRequestHandler):
         pass
 
 
+@dataclass(frozen=True)
+class Site:
+    url: str
+    public: Path
+    articles: tuple[str, ...]  # reports/<slug>/ of every article (each exists in every language)
+
+
 @pytest.fixture(scope="module")
-def site_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
     if not CHROMIUM.exists():
         pytest.skip(f"Chromium is not installed at {CHROMIUM} (apt-get install chromium)")
     sys.path.insert(0, str(ROOT / "tests" / "data"))
@@ -50,23 +64,29 @@ def site_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     cwd = os.getcwd()
     os.chdir(tmp)  # no imagebench.toml here: the default comparisons of the fixture runs
     try:
-        build_site(GOLDEN_RUNS, tmp / "site", tmp / "public", workloads=workloads)
+        result = build_site(GOLDEN_RUNS, tmp / "site", tmp / "public", workloads=workloads)
     finally:
         os.chdir(cwd)
+    articles = tuple(page.removesuffix(".md") + "/" for page in result.reports)
     handler = functools.partial(_QuietHandler, directory=str(tmp / "public"))
     server = socketserver.ThreadingTCPServer(("127.0.0.1", 0), handler)
     server.daemon_threads = True
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/"
+        yield Site(f"http://127.0.0.1:{server.server_address[1]}/", tmp / "public", articles)
     finally:
         server.shutdown()
         server.server_close()
 
 
 @pytest.fixture(scope="module")
-def browser(site_url: str) -> Iterator[object]:
+def site_url(site: Site) -> str:
+    return site.url
+
+
+@pytest.fixture(scope="module")
+def browser(site: Site) -> Iterator[object]:
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:
@@ -77,9 +97,9 @@ def browser(site_url: str) -> Iterator[object]:
             b.close()
 
 
-def open_page(browser: object, url: str) -> tuple[object, list[str]]:
+def open_page(browser: object, url: str, width: int = WIDE) -> tuple[object, list[str]]:
     """A page at ``url`` with every console error, page error, failed request and dialog collected."""
-    page = browser.new_page(viewport={"width": 1400, "height": 1000})  # type: ignore[attr-defined]
+    page = browser.new_page(viewport={"width": width, "height": 1000})  # type: ignore[attr-defined]
     problems: list[str] = []
     # A bare SVG document has no <link rel=icon>, so the browser asks for /favicon.ico: not the site's fault.
     icon = "/favicon.ico"
@@ -113,9 +133,94 @@ def test_article_renders_tables_and_charts(browser: object, site_url: str) -> No
     assert chart_problems == []
     for heading in ("1. Test environment and method", "2. Basic operations", "Conclusion and advice", "How to reproduce"):
         assert page.get_by_role("heading", name=heading).count() >= 1, heading
-    out = ROOT / "artifacts"
-    out.mkdir(exist_ok=True)
-    page.screenshot(path=str(out / "site-article.png"), full_page=False)
+    assert problems == []
+
+
+# The content column, and every table in it that is shown (a collapsed details box shows none).
+_TABLE_WIDTHS = """() => {
+  const column = document.querySelector('article.md-content__inner').getBoundingClientRect().width;
+  const tables = [...document.querySelectorAll('article table')]
+    .map(t => ({width: t.getBoundingClientRect().width, head: t.rows[0] ? t.rows[0].innerText.slice(0, 80) : ''}))
+    .filter(t => t.width > 0);
+  return {column, tables};
+}"""
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_every_article_fits_the_column_and_is_kept_as_a_screenshot(browser: object, site: Site, lang: str) -> None:
+    """At 1400 px no table is wider than the content column; one full-page screenshot per article."""
+    ARTIFACTS.mkdir(exist_ok=True)
+    prefix = "" if lang == "en" else f"{lang}/"
+    for article in site.articles:
+        page, problems = open_page(browser, site.url + prefix + article)
+        assert page.evaluate("document.documentElement.lang").startswith(lang)
+        widths = page.evaluate(_TABLE_WIDTHS)
+        assert widths["tables"], article
+        too_wide = [t for t in widths["tables"] if t["width"] > widths["column"] + 1]
+        assert not too_wide, f"{lang}/{article}: tables wider than the {widths['column']:.0f} px column: {too_wide}"
+        name = article.strip("/").split("/")[-1]
+        page.screenshot(path=str(ARTIFACTS / f"site-{lang}-{name}.png"), full_page=True)
+        assert problems == []
+        page.close()
+
+
+@pytest.mark.parametrize("path", [ARTICLE, "zh/" + ARTICLE, "", "zh/", FAILED_RUN, "zh/methodology/"])
+def test_a_phone_never_scrolls_sideways(browser: object, site: Site, path: str) -> None:
+    """At 400 px the page is as wide as the screen: wide tables scroll inside their own box."""
+    page, problems = open_page(browser, site.url + path, width=PHONE)
+    overflow = page.evaluate("document.documentElement.scrollWidth - document.documentElement.clientWidth")
+    assert overflow <= 0, f"{path or 'home'} scrolls {overflow} px sideways at {PHONE} px"
+    assert problems == []
+    page.close()
+
+
+def test_chart_text_is_never_cut_or_numbered(browser: object, site: Site) -> None:
+    """Every chart of the site (both languages): legends and labels whole, no "…", "..." or "#1"."""
+    svgs = sorted(site.public.rglob("charts/*.svg"))
+    assert len(svgs) >= 8 and any("/zh/" in str(p) for p in svgs)
+    for svg in svgs:
+        texts = [re.sub(r"<[^>]+>", "", t) for t in re.findall(r"<text\b[^>]*>(.*?)</text>", svg.read_text("utf-8"), re.S)]
+        assert texts, svg
+        bad = [t for t in texts if "…" in t or "..." in t or re.search(r"#\d", t)]
+        assert not bad, f"{svg.name}: {bad}"
+    # and as the browser shows one: the legend names both stacks in full
+    page, problems = open_page(browser, site.url + ARTICLE)
+    srcs = page.locator("article img[src$='.svg']").evaluate_all("imgs => imgs.map(i => i.src)")
+    chart_text = ""
+    for url in srcs:
+        chart, chart_problems = open_page(browser, url)
+        chart_text += chart.locator("svg").first.evaluate("svg => svg.textContent")
+        assert chart_problems == []
+        chart.close()
+    assert "golden-2.8.0" in chart_text and "golden-2.9.0" in chart_text
+    assert problems == []
+
+
+def test_chinese_pages_are_chinese_and_search_finds_chinese_words(browser: object, site: Site) -> None:
+    page, problems = open_page(browser, site.url + "zh/" + ARTICLE)
+    assert page.evaluate("document.documentElement.lang").startswith("zh")
+    assert page.locator("input.md-search__input").get_attribute("placeholder") == "搜索"
+    assert "目录" in page.locator(".md-sidebar--secondary").inner_text()  # the table of contents
+    assert "报告" in page.locator(".md-tabs").inner_text()  # the navigation
+    page.locator("label.md-search__icon, .md-search__input").first.click()
+    box = page.locator("input.md-search__input")
+    # Chinese characters are typed as text input without key events, and Material searches
+    # on key events: a key press after them starts the search.
+    box.press_sequentially("矩阵", delay=30)
+    box.press("End")
+    results = page.locator(".md-search-result__item")
+    results.first.wait_for(timeout=15000)
+    assert results.count() >= 1
+    assert "矩阵" in page.locator(".md-search-result").inner_text()
+    assert problems == []
+
+
+def test_the_language_switcher_leads_to_the_same_page(browser: object, site: Site) -> None:
+    page, problems = open_page(browser, site.url + ARTICLE)
+    page.goto(page.locator("a.md-select__link[hreflang='zh']").evaluate("a => a.href"))
+    assert page.url == site.url + "zh/" + ARTICLE
+    assert page.evaluate("document.documentElement.lang").startswith("zh")
+    assert page.locator("a.md-select__link[hreflang='en']").evaluate("a => a.href") == site.url + ARTICLE
     assert problems == []
 
 

@@ -6,6 +6,7 @@ couple of seconds; the MkDocs builds are real.
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import subprocess
@@ -162,12 +163,15 @@ def test_config_declares_comparisons_titles_languages(in_tmp: Path) -> None:
     )
     site = in_tmp / "site"
     result = build_site(GOLDEN_RUNS, site, None, config_path=config, workloads=WORKLOADS)
-    # an article in another language than English gets its own page name
-    assert result.reports == ["reports/golden-2.8.0--vs--golden-2.10.0-at-20260310T120000Z--zh.md"]
-    article = (site / result.reports[0]).read_text(encoding="utf-8")
+    # every article is published in every language, at the same path; a title in its own language only
+    assert result.reports == ["reports/golden-2.8.0--vs--golden-2.10.0-at-20260310T120000Z.md"]
+    article = (site / "zh" / result.reports[0]).read_text(encoding="utf-8")
     assert article.lstrip().startswith("# Two releases apart") and "测试环境与方法" in article
+    english = (site / result.reports[0]).read_text(encoding="utf-8")
+    assert "Two releases apart" not in english and "Test environment and method" in english
     index = (site / "reports" / "index.md").read_text(encoding="utf-8")
     assert "imagebench.toml" in index and "Reports" in index
+    assert "报告" in (site / "zh" / "reports" / "index.md").read_text(encoding="utf-8")
 
 
 def test_config_errors_name_the_file_and_key(in_tmp: Path) -> None:
@@ -229,13 +233,22 @@ def test_article_numbers_come_from_compare(in_tmp: Path) -> None:
 
 
 def test_mkdocs_build_strict_passes_in_both_languages(in_tmp: Path) -> None:
-    for lang in ("en", "zh"):
-        public = in_tmp / f"public-{lang}"
-        build_site(GOLDEN_RUNS, in_tmp / "site", public, lang=lang, workloads=WORKLOADS)
+    """One build publishes every language: the root one at public/, the other under public/<lang>/."""
+    for root, other in (("en", "zh"), ("zh", "en")):
+        public = in_tmp / f"public-{root}"
+        build_site(GOLDEN_RUNS, in_tmp / "site", public, lang=root, workloads=WORKLOADS)
+        for lang, folder in ((root, public), (other, public / other)):
+            html = (folder / "reports" / "golden-2.8.0--vs--golden-2.9.0" / "index.html").read_text(encoding="utf-8")
+            assert f'<html lang="{lang}"' in html
+            assert (folder / "search" / "search_index.json").is_file()
+            assert (folder / "runs" / "golden-2.8.0" / "20260110T120000Z-a1b2c3" / "samples.parquet").is_file()
+        # the language switcher leads to the same page in the other language
         html = (public / "reports" / "golden-2.8.0--vs--golden-2.9.0" / "index.html").read_text(encoding="utf-8")
-        assert f'<html lang="{lang}"' in html
-        assert (public / "search" / "search_index.json").is_file()
-        assert (public / "runs" / "golden-2.8.0" / "20260110T120000Z-a1b2c3" / "samples.parquet").is_file()
+        assert f'href="../../{other}/reports/golden-2.8.0--vs--golden-2.9.0/" hreflang="{other}"' in html
+        html = (public / other / "reports" / "golden-2.8.0--vs--golden-2.9.0" / "index.html").read_text(encoding="utf-8")
+        assert f'href="../../../reports/golden-2.8.0--vs--golden-2.9.0/" hreflang="{root}"' in html
+    index = json.loads((in_tmp / "public-en" / "zh" / "search" / "search_index.json").read_text(encoding="utf-8"))
+    assert any("\u200b" in doc["text"] for doc in index["docs"]), "Chinese text is segmented (jieba) for search"
 
 
 def test_cli_build_runs_as_a_user_runs_it(in_tmp: Path) -> None:

@@ -47,7 +47,7 @@ def render(tmp_path: Path, lang: str, monkeypatch: pytest.MonkeyPatch) -> dict[s
     # The SVGs are masked anyway; rendering them is the browser test's business.
     monkeypatch.setattr("reporter.build.render_svgs", lambda specs, workers=None: ["<svg></svg>"] * len(specs))
     site = tmp_path / f"site-{lang}"
-    build_site(GOLDEN_RUNS, site, None, lang=lang, workloads=WORKLOADS, chart_workers=1)
+    build_site(GOLDEN_RUNS, site, None, lang=lang, languages=[lang], workloads=WORKLOADS, chart_workers=1)
     return {
         str(p.relative_to(site)): mask(p.read_text(encoding="utf-8"))
         for p in sorted(site.rglob("*.md"))

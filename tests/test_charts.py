@@ -1,0 +1,224 @@
+"""Charts a reader can read: full labels, units that fit, round ticks, one colour per stack.
+
+The specifications are checked as data; a few are rendered with vl-convert (as the build
+does) and their SVG text read back.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from reporter.charts import (
+    STACK_COLORS,
+    VERDICT_COLORS,
+    chart_lines,
+    chart_ratios,
+    linear_ticks,
+    log_ticks,
+    measures_chinese,
+    render_svg,
+    scale_unit,
+    text_width,
+    wrap_label,
+)
+
+BASE, CAND = "h200-torch-2.11.0-cu130@20261202T161602Z", "h200-torch-2.11.0-cu130-tf32-override"
+ROUND_MANTISSAS = {1, 1.1, 1.2, 1.25, 1.3, 1.4, 1.5, 1.6, 1.8, 2, 2.5, 3, 3.5, 4, 4.5, 5, 6, 7, 8, 9}
+
+
+def _encodings(spec: dict) -> list[dict]:
+    return [e for layer in [spec, *spec.get("layer", [])] for e in layer.get("encoding", {}).values() if isinstance(e, dict)]
+
+
+def _by_field(spec: dict, field: str) -> list[dict]:
+    return [e for e in _encodings(spec) if e.get("field") == field]
+
+
+def _svg_texts(svg: str) -> list[str]:
+    return [re.sub(r"<[^>]+>", "", t) for t in re.findall(r"<text\b[^>]*>(.*?)</text>", svg, re.S)]
+
+
+def _matmul_rows(stacks: tuple[str, str] = (BASE, CAND)) -> list[dict]:
+    rows = []
+    for dtype, t256 in (("bf16", 3.5e-6), ("fp32", 8e-6)):
+        for n in (256, 1024, 4096):
+            for stack, k in zip(stacks, (1.0, 0.8)):
+                y = t256 * (n / 256) ** 2.5 * k
+                rows.append({"x": n, "y": y, "y_low": y * 0.97, "y_high": y * 1.04, "series": f"{stack} · dtype={dtype}"})
+    return rows
+
+
+# ---- labels ------------------------------------------------------------------------------------
+
+
+def test_long_labels_wrap_at_commas_and_keep_ids_whole() -> None:
+    text = f"{BASE} · batch=256, channels_last=True, model=resnet50, num_classes=1000, precision=amp-bf16"
+    wrapped = wrap_label(text, 40)
+    lines = wrapped.split("\n")
+    assert len(lines) >= 3 and lines[0] == f"{BASE} ·"
+    assert all(text_width(line) <= 44 for line in lines)  # the id alone is 41 wide: its line is whole
+    assert " ".join(lines) == text  # nothing cut, nothing added
+    assert "…" not in wrapped and "..." not in wrapped
+
+
+def test_chinese_labels_wrap_between_characters_and_count_double() -> None:
+    text = "矩阵乘法 4096³ bf16，通道在后布局，前向加反向，批量 256"
+    lines = wrap_label(text, 24).split("\n")
+    assert len(lines) >= 2 and all(text_width(line) <= 24 for line in lines)
+    assert "".join(lines).replace(" ", "") == text.replace(" ", "")
+    assert text_width("矩阵") == 4
+
+
+@given(st.lists(st.text(alphabet="abcdefgh-_.=,·矩阵乘法 ", min_size=1, max_size=12), min_size=1, max_size=12))
+@settings(max_examples=150, deadline=None)
+def test_wrapping_never_loses_or_splits_a_word(words: list[str]) -> None:
+    text = " ".join(words)
+    wrapped = wrap_label(text, 16)
+    assert "".join(wrapped.split()) == "".join(text.split())
+    latin = {w for w in " ".join(text.split()).replace(",", " ").replace("·", " ").split()
+             if not re.search(r"[\u3400-\u9fff]", w)}
+    for word in latin:  # a word without Chinese characters is never broken across lines
+        assert any(word in line for line in wrapped.split("\n")), word
+
+
+# ---- units and ticks ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("values", "unit", "expected"), [
+    ([3e-6, 4e-4], "s", "µs"),
+    ([3e-6, 2e-3], "s", "ms"),
+    ([0.4, 12.0], "s", "s"),
+    ([2e-9, 8e-9], "s", "ns"),
+    ([3e8, 5e9], "bytes", "GiB"),
+    ([2e6, 9e7], "bytes", "MiB"),
+    ([1.0e4], "items/s", "items/s"),
+])
+def test_time_and_memory_take_the_unit_that_fits(values: list[float], unit: str, expected: str) -> None:
+    assert scale_unit(values, unit)[0] == expected
+
+
+@given(st.floats(1e-9, 1e9), st.floats(1.001, 1e6))
+@settings(max_examples=300, deadline=None)
+def test_log_ticks_are_few_round_and_inside(low: float, span: float) -> None:
+    high = low * span
+    ticks = log_ticks(low, high)
+    assert 2 <= len(ticks) <= 7 or (len(ticks) == 1 and high / low < 1.1)
+    assert all(low * (1 - 1e-9) <= v <= high * (1 + 1e-9) for v in ticks)
+    assert ticks == sorted(ticks)
+    for v in ticks:  # a mantissa from the round sets, or a linear step of 1, 2, 2.5 or 5
+        mantissa = round(v / 10 ** math.floor(math.log10(v)), 6)
+        assert mantissa in ROUND_MANTISSAS or _on_round_step(v, ticks), (v, ticks)
+
+
+def _on_round_step(v: float, ticks: list[float]) -> bool:
+    if len(ticks) < 2:
+        return True
+    step = float(f"{ticks[1] - ticks[0]:.6g}")
+    m = round(step / 10 ** math.floor(math.log10(step)), 6)
+    return m in (1, 2, 2.5, 5) and abs(v / step - round(v / step)) < 1e-6
+
+
+def test_ticks_of_familiar_ranges() -> None:
+    assert log_ticks(0.9, 1.3) == [0.9, 1.0, 1.1, 1.2, 1.3]
+    assert log_ticks(3e-3, 30) == [0.01, 0.1, 1.0, 10.0] or len(log_ticks(3e-3, 30)) <= 7
+    assert log_ticks(1e-6, 1e3) == [1e-06, 0.0001, 0.01, 1.0, 100.0]
+    assert linear_ticks(0.98, 1.02) == [0.98, 0.99, 1.0, 1.01, 1.02]
+
+
+# ---- specifications ----------------------------------------------------------------------------
+
+
+def test_time_axis_in_the_unit_of_the_data_with_round_ticks() -> None:
+    spec = chart_lines(_matmul_rows(), x_title="n", y_title="median time", y_unit="s", stacks=(BASE, CAND))
+    y = next(e for e in _by_field(spec, "y") if "title" in e)
+    assert y["title"] == "median time (ms)"
+    data = spec["datasets"]["rows"]
+    assert max(d["y"] for d in data) == pytest.approx(8e-6 * 16**2.5 * 1e3)  # stored seconds, shown in ms
+    ticks = y["axis"]["values"]
+    assert ticks and all(round(v / 10 ** math.floor(math.log10(v)), 6) in ROUND_MANTISSAS for v in ticks)
+    x = next(e for e in _by_field(spec, "x") if "axis" in e)
+    assert x["axis"]["values"] == [256, 1024, 4096]  # the measured sizes, not the scale's minor ticks
+
+
+def test_a_chinese_title_gets_chinese_brackets() -> None:
+    spec = chart_lines(_matmul_rows(), x_title="n", y_title="中位时间", y_unit="s", stacks=(BASE, CAND))
+    assert any(e.get("title") == "中位时间（ms）" for e in _by_field(spec, "y"))
+
+
+def test_one_colour_per_stack_the_same_in_every_chart() -> None:
+    both = chart_lines(_matmul_rows(), x_title="n", y_title="t", y_unit="s", stacks=(BASE, CAND))
+    only_candidate = chart_lines([r for r in _matmul_rows() if r["series"].startswith(CAND)], x_title="n",
+                                 y_title="t", y_unit="s", stacks=(BASE, CAND))
+    for spec in (both, only_candidate):
+        colours = [e["scale"] for e in _by_field(spec, "stack") if "scale" in e]
+        assert colours and all(c["domain"] == [BASE, CAND] and c["range"] == list(STACK_COLORS) for c in colours)
+    shapes = _by_field(both, "variant")
+    assert shapes and {d["variant"] for d in both["datasets"]["rows"]} == {"dtype=bf16", "dtype=fp32"}
+
+
+def test_explicit_stack_and_variant_keys_win_over_the_series_name() -> None:
+    rows = [{"x": w, "y": 1000.0 + w, "y_low": 990.0, "y_high": 1010.0 + w, "series": f"candidate · {w}",
+             "stack": "candidate", "variant": ""} for w in (0, 2, 4)]
+    spec = chart_lines(rows, x_title="workers", y_title="throughput (images/s)", log_x=False, log_y=False,
+                       stacks=("baseline", "candidate"))
+    assert {d["stack"] for d in spec["datasets"]["rows"]} == {"candidate"}
+    assert not _by_field(spec, "variant"), "a single variant needs no legend"
+    x = next(e for e in _by_field(spec, "x") if "axis" in e)
+    assert x["axis"]["values"] == [0, 2, 4]
+
+
+def test_ratio_chart_keeps_every_case_whole_and_apart() -> None:
+    case = "conv2d: batch=16, channels=64, layout=channels_last, pass=forward_backward, size=224"
+    rows = [{"case": case, "ratio": 1.02, "ci_low": 0.99, "ci_high": 1.05, "verdict": "no significant difference"},
+            {"case": case, "ratio": 1.30, "ci_low": 1.2, "ci_high": 1.4, "verdict": "better"}]
+    spec = chart_ratios(rows, x_title="ratio", verdict_names={"better": "better", "no significant difference": "same"})
+    labels = [d["case"] for d in spec["datasets"]["rows"]]
+    assert len(set(labels)) == 2 and all(label.replace("\u200b", "").replace("\n", " ") == case for label in labels)
+    assert not any("#" in label or "…" in label for label in labels)
+    colours = next(e["scale"] for e in _by_field(spec, "verdict_name") if "scale" in e)
+    assert colours["domain"] == ["better", "same"]  # only the verdicts shown, in their fixed order
+    assert colours["range"] == [VERDICT_COLORS["better"], VERDICT_COLORS["no significant difference"]]
+    x = next(e for e in _by_field(spec, "ci_low") if "axis" in e)
+    assert x["scale"]["domain"][0] < 0.99 and x["scale"]["domain"][1] > 1.4 and 1.0 in x["axis"]["values"]
+
+
+def test_a_cross_device_ratio_axis_counts_in_powers_of_ten() -> None:
+    rows = [{"case": "matmul 8192³ bf16", "ratio": 240.0, "ci_low": 200.0, "ci_high": 290.0, "verdict": "better"},
+            {"case": "conv 3×3", "ratio": 12.0, "ci_low": 10.0, "ci_high": 15.0, "verdict": "better"}]
+    spec = chart_ratios(rows, x_title="ratio", verdict_names={"better": "better"})
+    ticks = next(e for e in _by_field(spec, "ci_low") if "axis" in e)["axis"]["values"]
+    assert 1.0 in ticks and 100.0 in ticks and len(ticks) <= 7
+
+
+# ---- rendered ----------------------------------------------------------------------------------
+
+
+def test_rendered_chart_text_is_whole() -> None:
+    spec = chart_lines(_matmul_rows(), x_title="n", y_title="median time", y_unit="s", stacks=(BASE, CAND))
+    texts = _svg_texts(render_svg(spec))
+    joined = " ".join(texts)
+    assert BASE in joined and CAND in joined and "median time (ms)" in joined
+    assert not any("…" in t or "..." in t or re.search(r"#\d", t) for t in texts)
+
+
+@pytest.mark.skipif(not measures_chinese(),
+                    reason="no font with Chinese glyphs installed (scripts/setup.sh installs fonts-wqy-microhei)")
+def test_chinese_legend_entries_do_not_overlap() -> None:
+    stacks = ("基线 torch-2.13.0-cpu 加一段很长的中文说明", "候选 torch-2.14.1-cpu 加一段很长的中文说明")
+    rows = [{"x": w, "y": 100.0 + w + i, "y_low": 95.0, "y_high": 110.0, "series": s}
+            for i, s in enumerate(stacks) for w in (0, 2)]
+    svg = render_svg(chart_lines(rows, x_title="进程数", y_title="吞吐量", log_x=False, log_y=False, stacks=stacks))
+    # Each legend entry is a group at translate(x, y) with a background as wide as Vega measured it.
+    legend = svg[svg.index("role-legend-entry"):]
+    entries = [(float(x), float(y), float(w)) for x, y, w in re.findall(
+        r'<g transform="translate\(([\d.]+),([\d.]+)\)"><path class="background"[^>]*d="M0,0h([\d.]+)v', legend)
+        if float(w) > 0][:2]
+    assert len(entries) == 2
+    for (x0, y0, w0), (x1, y1, _) in zip(entries, entries[1:]):
+        assert y1 != y0 or x1 >= x0 + w0, "legend entries overlap"
+    assert min(w for _, _, w in entries) >= 16 + 10 * 10, "Chinese characters measured too narrow"
