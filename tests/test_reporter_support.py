@@ -141,7 +141,9 @@ def write_run_arrays(
          pa.array(["cuda_event"] * k), pa.array(["cuda"] * k),
          pa.array([int(EPOCH * 1e6)] * k, type=pa.timestamp("us", tz="UTC")), pa.array([1.0] * k),
          pa.array([None] * k, type=pa.float64()), pa.array([None] * k, type=pa.float64()),
-         pa.array([None] * k, type=pa.float64()), pa.array([None] * k, type=pa.string())],
+         pa.array([None] * k, type=pa.float64()), pa.array([None] * k, type=pa.string()),
+         pa.array([None] * k, type=pa.string()), pa.array([None] * k, type=pa.int32()),
+         pa.array([None] * k, type=pa.int32()), pa.array([None] * k, type=pa.string())],
         schema=CASES_SCHEMA,
     ).replace_schema_metadata(meta)
     env = pa.Table.from_arrays(
