@@ -186,7 +186,7 @@ class ArticleBuilder:
         # Plain records (attribute access like itertuples): building tables row by row from
         # pandas costs more than everything else in an article.
         self.rows: list[SimpleNamespace] = [
-            SimpleNamespace(**rec, Index=i, family=family_of(rec["workload"], workloads), p=params_dict(rec["params"]))
+            SimpleNamespace(**{**rec, "family": family_of(rec["workload"], workloads)}, Index=i, p=params_dict(rec["params"]))
             for i, rec in enumerate(comparison.rows.to_dict("records"))
         ]
         self._chart_count = 0
