@@ -18,7 +18,7 @@ from scipy import stats as sst
 from reporter.compare import compare_labels, compute_summaries
 from reporter.load import load_archive
 from reporter.stats import VERDICT_BETTER, VERDICT_WORSE
-from stats_sim import Design, analyse, coverage, geomean_truth, simulate
+from stats_sim import Design, analyse, coverage, simulate
 from test_reporter_support import write_run_arrays
 
 N_SIM = 2000
