@@ -242,9 +242,9 @@ def comparison_records(c: Comparison) -> list[dict[str, Any]]:
 
     Keys are ``RECORD_KEYS`` (the columns of ``reporter.compare``'s rows); ``notes`` is a
     list of ``{"code", "params"}``; NaN becomes ``None``. Unmatched entries have verdict
-    ``unmatched`` and a note naming the side that measured them. Geomean entries (the
-    overall one, ``case`` = ``geomean``, then one per family, ``case`` =
-    ``geomean:<family>``) carry ``ratio``, its CI, ``verdict``, ``analysis``, ``mde``,
+    ``unmatched`` and a note naming the side that measured them. Geomean entries (one per
+    family, ``case`` = ``geomean:<family>``, then the overall one last, ``case`` =
+    ``geomean``) carry ``ratio``, its CI, ``verdict``, ``analysis``, ``mde``,
     ``family``, ``n_cases`` and the replicate units in ``n_baseline_units``.
     """
     out = []
@@ -258,7 +258,7 @@ def comparison_records(c: Comparison) -> list[dict[str, Any]]:
         rec = dict.fromkeys(RECORD_KEYS)
         rec.update(case=case, workload=case.split("[", 1)[0], metric=metric, unit=METRICS[metric].unit if metric in METRICS else None, verdict=UNMATCHED, note=f"measured only in the {side}", notes=[])
         out.append(rec)
-    for name, g in [("geomean", c.geomean)] + [(f"geomean:{f}", g) for f, g in c.geomeans.items()]:
+    for name, g in [(f"geomean:{f}", g) for f, g in c.geomeans.items()] + [("geomean", c.geomean)]:
         rec = dict.fromkeys(RECORD_KEYS)
         rec.update(case=name, family=g.family, metric=c.geomean_metric, unit="ratio", ratio=g.ratio, ci_low=g.ci_low,
                    ci_high=g.ci_high, p_value=g.p_value, verdict=g.verdict, analysis=g.analysis, mde=g.mde,

@@ -1,10 +1,12 @@
-"""Coverage and A/A error rates by simulation, on the pure functions and through the whole reporter.
+"""Coverage, A/A false calls and power by simulation: on whole simulated articles, and through the reporter.
 
-Every input here is synthetic (seeded lognormal draws with a known truth), generated in
-memory or in a pytest temporary folder. The model is the one DESIGN.md describes for a
-GPU: each worker process has its own level (a lognormal process effect, between-process
-CV 0–5%) and its samples scatter around it (lognormal, within-process CV 1–10%, 5–50
-samples), with 3–10 processes a side.
+Every input here is synthetic (seeded draws with a known truth), generated in memory or
+in a pytest temporary folder. ``stats_sim`` simulates articles with run effects, effects
+shared by every case of a process or run, noise that differs tenfold between cases, and
+normal, heavy-tailed or bimodal samples, and runs the reporter's statistics on them. The
+Monte Carlo standard error of a coverage near 0.95 from n rows is sqrt(0.95·0.05/n):
+0.002 for the 12,000 rows of a coverage test (up to 0.007 where all rows of an article share its effects), 0.009 for
+600 article geomeans. ``benchmarks/stats_validation.py`` prints the full figures.
 """
 
 from __future__ import annotations
@@ -15,7 +17,8 @@ from scipy import stats as sst
 
 from reporter.compare import compare_labels, compute_summaries
 from reporter.load import load_archive
-from reporter.stats import VERDICT_BETTER, VERDICT_WORSE, compute_log_ratio_tests, compute_verdict
+from reporter.stats import VERDICT_BETTER, VERDICT_WORSE
+from stats_sim import Design, analyse, coverage, simulate
 from test_reporter_support import write_run_arrays
 
 N_SIM = 2000
@@ -48,51 +51,58 @@ def draw_design(rng: np.random.Generator, n: int) -> dict[str, np.ndarray]:
     }
 
 
-def unit_log_moments(case: np.ndarray, proc: np.ndarray, values: np.ndarray, n: int):
-    """Per comparison: count, mean and variance of the log of each process's median (numpy only)."""
-    key = case * 16 + proc
-    order = np.lexsort((values, key))
-    v, kk = values[order], key[order]
-    starts = np.flatnonzero(np.r_[True, kk[1:] != kk[:-1]])
-    sizes = np.diff(np.r_[starts, kk.size])
-    med = 0.5 * (v[starts + (sizes - 1) // 2] + v[starts + sizes // 2])
-    ucase = kk[starts] // 16
-    logs = np.log(med)
-    cnt = np.bincount(ucase, minlength=n)
-    mean = np.bincount(ucase, logs, minlength=n) / cnt
-    var = np.bincount(ucase, (logs - mean[ucase]) ** 2, minlength=n) / (cnt - 1)
-    return cnt, mean, var
+DESIGNS = [(1, 2), (1, 4), (2, 3), (3, 2), (4, 6)]  # (runs, processes) a side
 
 
-def test_welch_on_process_medians_covers_the_true_ratio():
-    """4,000 synthetic comparisons with known ratios: the 95% CI covers the truth 93–97%."""
-    rng = np.random.default_rng(1)
-    n = 2 * N_SIM
-    d = draw_design(rng, n)
-    true_log_ratio = rng.uniform(-0.3, 0.3, n)  # baseline time / candidate time
-    b = simulate_side(rng, d["log_center"], d["k_b"], d["cv_w"], d["cv_b"])
-    c = simulate_side(rng, d["log_center"] - true_log_ratio, d["k_c"], d["cv_w"], d["cv_b"])
-    nb, mb, vb = unit_log_moments(*b, n)
-    nc, mc, vc = unit_log_moments(*c, n)
-    r = compute_log_ratio_tests(nb, mb, vb, nc, mc, vc, np.zeros(n, dtype=bool))
-    truth = np.exp(true_log_ratio)
-    coverage = np.mean((r.ci_low <= truth) & (truth <= r.ci_high))
-    assert 0.93 <= coverage <= 0.97, coverage
-    # The pooled-sample test the issue warns about under-covers badly on the same data.
-    pooled = _pooled_sample_coverage(b, c, n, truth)
-    assert pooled < 0.80, pooled
+@pytest.mark.parametrize("noise", ["normal", "heavy", "bimodal"])
+def test_case_ratio_ci_covers_the_truth(noise):
+    """95% CIs cover the true ratio 93–97% of the time, with run and shared process effects."""
+    rng = np.random.default_rng({"normal": 1, "heavy": 2, "bimodal": 3}[noise])
+    covered = []
+    for runs, processes in DESIGNS:
+        # With one run a side the run level cannot be seen: there the truth holds no run effect.
+        run = 0.02 if runs > 1 else 0.0
+        d = Design(runs=runs, processes=processes, cases=12, run_shared=run, run_case=run / 2, proc_shared=0.01,
+                   noise=noise, planted=np.log(1.05), planted_share=0.3)
+        art = simulate(rng, d, 200)
+        res = analyse(art)
+        c = coverage(res, art)
+        # Rows of one article share its run and process effects, so a design's 2,400 rows
+        # weigh like a few hundred: each design alone gets a wider band.
+        assert 0.90 <= c <= 0.99, (runs, processes, c)
+        covered.append(c)
+    assert 0.93 <= np.mean(covered) <= 0.97, covered
 
 
-def _pooled_sample_coverage(b, c, n, truth) -> float:
-    def moments(case, _proc, values):
-        logs = np.log(values)
-        cnt = np.bincount(case, minlength=n)
-        mean = np.bincount(case, logs, minlength=n) / cnt
-        var = np.bincount(case, (logs - mean[case]) ** 2, minlength=n) / (cnt - 1)
-        return cnt, mean, var
+def test_aa_rows_are_rarely_called_and_the_geomean_covers_one():
+    """A/A with run effects and shared per-process effects: <= 1% of rows called; geomean CI covers 1.0 93–97%."""
+    rng = np.random.default_rng(11)
+    d = Design(runs=2, processes=3, cases=30, run_shared=0.02, run_case=0.01, proc_shared=0.01)
+    art = simulate(rng, d, 600)
+    res = analyse(art)
+    # Measured 1.0%: false calls come in clusters from the ~5% of articles (BH's level
+    # under the global null) whose shared effects happened to be large, so the rate's
+    # Monte Carlo error is about 0.2 points; the bound leaves one standard error.
+    assert res.called.mean() <= 0.012, res.called.mean()
+    assert (res.called.sum(axis=1) > 0).mean() <= 0.07
+    geo = np.mean((res.geo_low <= 0) & (0 <= res.geo_high))
+    assert 0.93 <= geo <= 0.97, geo
+    # The old model (no run level, a geomean CI over cases) is what the issue measured failing.
+    unmoderated = analyse(simulate(rng, Design(runs=1, processes=3, cases=30, run_shared=0.02, proc_shared=0.01), 100))
+    assert unmoderated.called.mean() > 0.05  # a run effect nobody measured is called a difference
 
-    r = compute_log_ratio_tests(*moments(*b), *moments(*c), np.zeros(n, dtype=bool))
-    return float(np.mean((r.ci_low <= truth) & (truth <= r.ci_high)))
+
+def test_a_planted_five_percent_change_is_found():
+    """3 processes a side, 1% between processes, 2% within: >= 80% of planted rows called, FDP <= 5%."""
+    rng = np.random.default_rng(5)
+    d = Design(runs=1, processes=3, cases=100, proc_shared=0.0, proc_case=(0.01, 0.01), within=0.02,
+               planted=np.log(1.05), planted_share=0.2)
+    art = simulate(rng, d, 30)
+    res = analyse(art)
+    planted = art.truth > 0
+    assert res.called[planted].mean() >= 0.80, res.called[planted].mean()
+    false = (res.called & ~planted).sum() / max(res.called.sum(), 1)
+    assert false <= 0.05, false
 
 
 @pytest.fixture(scope="module")
@@ -122,7 +132,7 @@ def test_whole_pipeline_covers_the_true_ratio(simulated_archive):
     truth = np.exp(true_log_ratio[idx])
     coverage = np.mean((c.rows["ci_low"] <= truth) & (truth <= c.rows["ci_high"]))
     assert 0.93 <= coverage <= 0.97, coverage
-    assert (c.rows["level"] == "process").all()
+    assert (c.rows["analysis"] == "hierarchical").all()
 
 
 def test_aa_pairs_are_rarely_called_better_or_worse(simulated_archive):
@@ -130,28 +140,19 @@ def test_aa_pairs_are_rarely_called_better_or_worse(simulated_archive):
     c = compare_labels(archive, "aa-left", "aa-right")
     rows = c.rows
     called = rows["verdict"].isin([VERDICT_BETTER, VERDICT_WORSE]).mean()
-    assert called <= 0.05, called
-    # Even before the Holm correction, "significant and beyond the ±1% band" stays under 5%,
-    # and the raw test rejects at about its nominal 5%.
-    uncorrected = np.mean(
-        [
-            compute_verdict(r.ratio, r.ci_low, r.ci_high, r.p_value, r.n_baseline_units, r.n_candidate_units).verdict
-            in (VERDICT_BETTER, VERDICT_WORSE)
-            for r in rows.itertuples()
-        ]
-    )
-    assert uncorrected <= 0.05, uncorrected
+    assert called <= 0.01, called
+    # The raw test rejects at about its nominal 5%, and its p-values are uniform.
     rejected = np.mean(rows["p_value"] < 0.05)
     assert 0.03 <= rejected <= 0.07, rejected
     assert sst.kstest(rows["p_value"], "uniform").pvalue > 0.001
 
 
-def test_label_median_ci_covers_the_true_median(simulated_archive):
+def test_label_ci_covers_the_true_location(simulated_archive):
     archive, d, _ = simulated_archive
     s = compute_summaries(archive)
     s = s[s["label"] == "base"]
     idx = s["case_id"].str.extract(r"i=(\d+)")[0].astype(int).to_numpy()
     truth = np.exp(d["log_center"][idx])
     coverage = np.mean((s["ci_low"] <= truth) & (truth <= s["ci_high"]))
-    # Woodruff's interval with t(k-1) is conservative with 3–4 processes, about exact beyond.
-    assert 0.93 <= coverage <= 0.99, coverage
+    # The hierarchical interval of the label's location (t over its processes).
+    assert 0.93 <= coverage <= 0.97, coverage
