@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 from collector import schema as s
 from collector.archive import ArchiveError, RunWriter, read_table
-from reporter.views import run_slug, slug
+from reporter.paths import run_slug, slug
 
 HOSTILE_NAMES = [
     "..", ".", "...", "../../etc/passwd", "/etc/passwd", "a/../../b", "..\\..\\windows", "C:\\Windows\\System32",
