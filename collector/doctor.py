@@ -22,6 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
+from collector.vocabulary import format_cudnn_version
+
 OK, INFO, WARN = "ok", "info", "warn"
 VERDICT_FIT, VERDICT_WARNINGS = "fit", "warnings"
 HOT_C = 80  # above this at idle a GPU will throttle under load
@@ -283,7 +285,8 @@ def check_torch(info: dict[str, Any], expect_gpu: bool) -> list[Check]:
     checks = [Check("torch", OK, str(info.get("torch")))]
     if info.get("cuda_available"):
         checks.append(Check("CUDA", OK, f"{info.get('cuda')}, {info.get('gpus')} GPU(s) visible"))
-        checks.append(Check("cuDNN", OK if info.get("cudnn") else WARN, str(info.get("cudnn") or "not available"),
+        checks.append(Check("cuDNN", OK if info.get("cudnn") else WARN,
+                            format_cudnn_version(str(info["cudnn"])) if info.get("cudnn") else "not available",
                             "" if info.get("cudnn") else "a CUDA build of torch ships cuDNN: check the install"))
         checks.append(Check("NCCL", OK if info.get("nccl") else INFO, str(info.get("nccl") or "not available"),
                             "" if info.get("nccl") else "multi-GPU workloads will be skipped"))
