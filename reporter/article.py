@@ -239,12 +239,13 @@ def _distinct_params(params: Sequence[Mapping[str, Any]]) -> list[Mapping[str, A
 
 
 def _rates(df: pd.DataFrame, t: Catalogue) -> dict[int, tuple[Rate | None, Rate | None]]:
-    """TFLOP/s, GB/s or items/s per side and row, with % of the best rate of the same kind and dtype on that side."""
+    """TFLOP/s, GB/s or items/s per side and row, with % of the best rate of the same workload, kind and dtype on that side."""
     raw: dict[str, dict[int, tuple[str, str, float, str]]] = {"baseline": {}, "candidate": {}}
     for i, r in df.iterrows():
         if r["metric"] not in RATE_METRICS or r["unit"] != "s":
             continue
-        dtype = str(params_of(r["params"]).get("dtype", ""))
+        # The best rate of the same workload and dtype: a TF32 convolution is no peak for an fp32 matmul.
+        dtype = f'{r["workload"]}:{params_of(r["params"]).get("dtype", "")}'
         for side in raw:
             median = r[f"{side}_median"]
             if not (_positive(median)):
@@ -252,7 +253,7 @@ def _rates(df: pd.DataFrame, t: Catalogue) -> dict[int, tuple[Rate | None, Rate 
             if _positive(r.get("flops")):
                 raw[side][i] = ("flops", dtype, r["flops"] / median / 1e12, "TFLOP/s")
             elif _positive(r.get("bytes")):
-                raw[side][i] = ("bytes", "", r["bytes"] / median / 1e9, "GB/s")
+                raw[side][i] = ("bytes", str(r["workload"]), r["bytes"] / median / 1e9, "GB/s")
             elif _positive(r.get("items")):
                 unit = r.get("items_unit") if isinstance(r.get("items_unit"), str) and r.get("items_unit") else "items"
                 raw[side][i] = ("items", "", r["items"] / median, _per_second(t, unit))

@@ -311,8 +311,9 @@ def change_phrase(t: Messages, ratio: float, unit: str, better: str, cross_devic
 
 
 def factor_text(factor: float) -> str:
-    """A factor with three significant digits, never in scientific notation: 1.52×, 217×, 1,160×."""
-    return f"{factor:,.0f}×" if factor >= 1000 else f"{factor:.3g}×"
+    """A factor with three significant digits (two decimals at most), never in scientific notation: 1.90×, 217×, 1,160×."""
+    digits = 2 if factor < 10 else 1 if factor < 100 else 0
+    return f"{factor:,.{digits}f}×"
 
 
 def _change_amount(ratio: float, up: bool, as_factor: bool, memory: bool) -> float:

@@ -78,7 +78,7 @@ def test_cudnn_versions_and_cross_device_phrasing() -> None:
     t = catalogue("en")
     assert change_phrase(t, 667.97, "s", "lower", True) == "668× faster"
     assert change_phrase(t, 1.092, "s", "lower", False) == "9.2% faster"
-    assert change_phrase(t, 0.5, "s", "lower", False) == "2× slower"
+    assert change_phrase(t, 0.5, "s", "lower", False) == "2.00× slower"  # three significant digits
 
 
 def test_a_change_and_its_ci_are_said_in_one_form() -> None:
