@@ -62,10 +62,12 @@ from reporter.article_data import (
 )
 from reporter.compare import Comparison, compare_labels, compute_summaries
 from reporter.config import ComparisonSpec
+from reporter.confounders import compute_case_confounders, compute_confounder_summary, compute_precision_changes
 from reporter.labels import block_heading, case_label, distinct_labels, host_label, params_of
 from reporter.load import Archive
 from reporter.messages import Catalogue, catalogue
 from reporter.paths import article_page, run_page
+from reporter.scaling import WITHIN_UNIT, ScalingEfficiency, compute_scaling_table
 from reporter.stats import Geomean, compute_comparison, compute_percentiles
 
 # Metrics the article leaves to the raw files: the host-side mirror of every device time.
@@ -132,7 +134,11 @@ def compute_article(
     device = ", ".join(_distinct(devices["baseline"] + devices["candidate"])) or "?"
     rows_df = _contract_rows(c, families)
     rows_df = rows_df[~rows_df["metric"].isin(HIDDEN_METRICS)].reset_index(drop=True)
-    rows = _case_rows(rows_df, sides, t)
+    # Per case: what other than the stack could explain a difference (precision in effect, GPU state).
+    case_notes = compute_case_confounders(sides["baseline"].cases, sides["candidate"].cases,
+                                          sides["baseline"].gpu_state, sides["candidate"].gpu_state,
+                                          case_ids=sorted(set(rows_df["case_id"].astype(str))))
+    rows = _case_rows(rows_df, sides, t, case_notes)
     units = {role: _unit_moments(a) for role, a in sides.items()}
 
     confounders = _confounders(fps["baseline"], fps["candidate"])
@@ -141,7 +147,9 @@ def compute_article(
 
     sections = _sections(rows, rows_df, units, sides, spec, t, cache, lang)
     geomeans = dict(c.geomeans)
-    headline = _headline(rows, geomeans, c, cross_device, bool(confounders))
+    warnings = tuple(x.note() for x in compute_confounder_summary(
+        {r.case_id: list(r.notes) for r in rows if r.main}, sum(r.main for r in rows)) if x.widespread)
+    headline = _headline(rows, geomeans, c, cross_device, bool(confounders), warnings)
     calls = [r for r in rows if r.main and r.verdict.is_call]
     best = tuple(sorted((r for r in calls if r.verdict is Verdict.BETTER), key=lambda r: -r.ratio.value)[:TOP_N])
     worst = tuple(sorted((r for r in calls if r.verdict is Verdict.WORSE), key=lambda r: r.ratio.value)[:TOP_N])
@@ -157,7 +165,9 @@ def compute_article(
         device=device,
         headline=headline,
         stacks=_stacks(sides, fps, t),
-        changes=_changes(fps["baseline"], fps["candidate"]),
+        changes=_changes(fps["baseline"], fps["candidate"])
+        + tuple((f"settings.{p.setting}", _setting(p.baseline), _setting(p.candidate))
+                for p in compute_precision_changes(sides["baseline"].cases, sides["candidate"].cases)),
         confounders=confounders,
         method=method,
         runs=tuple(_run_refs(sides)),
@@ -177,10 +187,13 @@ def compute_article(
 # ---- rows ---------------------------------------------------------------------------------------
 
 
-def _case_rows(df: pd.DataFrame, sides: Mapping[str, Archive], t: Catalogue) -> list[CaseRow]:
-    """Every compared row, labelled within its workload's block, with rates and latency percentiles."""
+def _case_rows(df: pd.DataFrame, sides: Mapping[str, Archive], t: Catalogue,
+               case_notes: Mapping[str, list[Note]] | None = None) -> list[CaseRow]:
+    """Every compared row, labelled within its workload's block, with rates, latency percentiles and
+    the statistics' notes followed by the case's confounder notes (``case_notes``)."""
+    case_notes = case_notes or {}
     latency = {role: _latency_samples(a) for role, a in sides.items()}
-    rates = _rates(df)
+    rates = _rates(df, t)
     out: list[CaseRow] = []
     for workload, sub in df.groupby("workload", sort=False):
         params = [params_of(p) for p in sub["params"]]
@@ -200,12 +213,13 @@ def _case_rows(df: pd.DataFrame, sides: Mapping[str, Archive], t: Catalogue) -> 
             main = metric in MAIN_METRICS or (metric == "peak_allocated" and verdict.is_call)
             out.append(CaseRow(
                 case_id=str(r["case_id"]), workload=str(workload), family=str(r["family"]), label=label,
-                full_label=full_label, metric=metric, unit=str(r["unit"]), better=str(r["better"]),
+                full_label=full_label, metric=metric, unit=_unit(t, str(r["unit"])), better=str(r["better"]),
                 baseline=Interval(float(r["baseline_value"]), float(r["baseline_ci_low"]), float(r["baseline_ci_high"])),
                 candidate=Interval(float(r["candidate_value"]), float(r["candidate_ci_low"]), float(r["candidate_ci_high"])),
                 ratio=Interval(float(r["ratio"]), float(r["ci_low"]), float(r["ci_high"])),
                 p_adjusted=float(r["p_adjusted"]), verdict=verdict,
-                notes=tuple(n for n in (r["notes"] or ()) if isinstance(n, Note)),
+                notes=tuple(n for n in (r["notes"] or ()) if isinstance(n, Note))
+                + tuple(case_notes.get(str(r["case_id"]), ())),
                 mde=_finite_or_none(r["mde"]),
                 n_units=(int(r["n_baseline_units"]), int(r["n_candidate_units"])),
                 n_samples=(int(r["n_baseline_samples"]), int(r["n_candidate_samples"])),
@@ -224,13 +238,14 @@ def _distinct_params(params: Sequence[Mapping[str, Any]]) -> list[Mapping[str, A
     return out
 
 
-def _rates(df: pd.DataFrame) -> dict[int, tuple[Rate | None, Rate | None]]:
-    """TFLOP/s, GB/s or items/s per side and row, with % of the best rate of the same kind and dtype on that side."""
+def _rates(df: pd.DataFrame, t: Catalogue) -> dict[int, tuple[Rate | None, Rate | None]]:
+    """TFLOP/s, GB/s or items/s per side and row, with % of the best rate of the same workload, kind and dtype on that side."""
     raw: dict[str, dict[int, tuple[str, str, float, str]]] = {"baseline": {}, "candidate": {}}
     for i, r in df.iterrows():
         if r["metric"] not in RATE_METRICS or r["unit"] != "s":
             continue
-        dtype = str(params_of(r["params"]).get("dtype", ""))
+        # The best rate of the same workload and dtype: a TF32 convolution is no peak for an fp32 matmul.
+        dtype = f'{r["workload"]}:{params_of(r["params"]).get("dtype", "")}'
         for side in raw:
             median = r[f"{side}_median"]
             if not (_positive(median)):
@@ -238,10 +253,10 @@ def _rates(df: pd.DataFrame) -> dict[int, tuple[Rate | None, Rate | None]]:
             if _positive(r.get("flops")):
                 raw[side][i] = ("flops", dtype, r["flops"] / median / 1e12, "TFLOP/s")
             elif _positive(r.get("bytes")):
-                raw[side][i] = ("bytes", "", r["bytes"] / median / 1e9, "GB/s")
+                raw[side][i] = ("bytes", str(r["workload"]), r["bytes"] / median / 1e9, "GB/s")
             elif _positive(r.get("items")):
                 unit = r.get("items_unit") if isinstance(r.get("items_unit"), str) and r.get("items_unit") else "items"
-                raw[side][i] = ("items", "", r["items"] / median, f"{unit}/s")
+                raw[side][i] = ("items", "", r["items"] / median, _per_second(t, unit))
     out: dict[int, list[Rate | None]] = {}
     for s_index, side in enumerate(("baseline", "candidate")):
         peaks: dict[tuple[str, str], float] = {}
@@ -286,17 +301,18 @@ def _sections(rows: list[CaseRow], df: pd.DataFrame, units: Mapping[str, pd.Data
             continue
         order = {f: i for i, f in enumerate(families)}
         workloads = sorted({r.workload for r in sub}, key=lambda w: (order[next(r.family for r in sub if r.workload == w)], w))
-        blocks = tuple(_block(w, [r for r in sub if r.workload == w], df, units, t) for w in workloads)
+        blocks = tuple(_block(w, [r for r in sub if r.workload == w], df, units, t, sides) for w in workloads)
         main = [r for r in sub if r.main]
         chart = _ratio_chart(key, main, t) if len(main) >= 2 else None
         out.append(Section(key, number, blocks=blocks, chart=chart))
     return tuple(out)
 
 
-def _block(workload: str, rows: list[CaseRow], df: pd.DataFrame, units: Mapping[str, pd.DataFrame], t: Catalogue) -> Block:
+def _block(workload: str, rows: list[CaseRow], df: pd.DataFrame, units: Mapping[str, pd.DataFrame], t: Catalogue,
+           sides: Mapping[str, Archive] | None = None) -> Block:
     params = _distinct_params([params_of(p) for p in df.loc[df["workload"] == workload, "params"]])
     title, _ = block_heading(t, workload, params)
-    derived = tuple(d for d in _derived(workload, rows, df, units, t) if d.rows)
+    derived = tuple(d for d in _derived(workload, rows, df, units, t, sides) if d.rows)
     return Block(
         workload=workload, title=title, rows=tuple(rows), derived=derived,
         charts=tuple(c for c in (_scaling_chart(workload, rows, df, t),) if c is not None),
@@ -349,7 +365,7 @@ def _scaling_chart(workload: str, rows: list[CaseRow], df: pd.DataFrame, t: Cata
             points.append({"x": p[axis], "y": med, "y_low": lo, "y_high": hi, "series": series,
                            "stack": t.plain(f"side.{role}"), "variant": variant})
     points.sort(key=lambda d: (d["series"], d["x"]))
-    unit = primary[0].unit if measured else (f"{items_unit}/s" if derived else "s")
+    unit = primary[0].unit if measured else (_per_second(t, items_unit) if derived else "s")
     axis_name = t.plain(f"axis.{axis}") if t.has(f"axis.{axis}") else axis
     y_title = t.plain("chart.throughput_axis", unit=unit) if as_rate else t.plain("chart.time_axis")
     title_key = "chart.scaling_items_title" if as_rate else "chart.scaling_time_title"
@@ -412,7 +428,7 @@ def _pairs(df: pd.DataFrame, workload: str, key: str, reference: Any) -> list[tu
 
 
 def _derived(workload: str, rows: list[CaseRow], df: pd.DataFrame, units: Mapping[str, pd.DataFrame],
-             t: Catalogue) -> list[DerivedTable]:
+             t: Catalogue, sides: Mapping[str, Archive] | None = None) -> list[DerivedTable]:
     """The figures the source write-ups lead with, per side, where this workload's cases allow them."""
 
     def per_side(reference: str, other: str, metric: str, higher: bool = False,
@@ -450,15 +466,8 @@ def _derived(workload: str, rows: list[CaseRow], df: pd.DataFrame, units: Mappin
         tables += [DerivedTable("amp_speedup", tuple(speed)), DerivedTable("amp_memory_saved", tuple(saved))]
     elif workload == "dataloader":
         tables.append(_loader_table(rows, df, t))
-    elif workload == "multigpu":
-        eff = []
-        for rest, one, many, n in _pairs(df, workload, "replicas", 1):
-            items = df.drop_duplicates("case_id").set_index("case_id")["items"]
-            if isinstance(n, int) and n > 1 and _positive(items.get(one)) and _positive(items.get(many)):
-                # Throughput per GPU against one GPU: (items_n / t_n) / (n · items_1 / t_1).
-                b, c = per_side(one, many, "time", scale=items[many] / (n * items[one]))
-                eff.append(DerivedRow(label({**rest, "replicas": n}), b, c, "fraction"))
-        tables.append(DerivedTable("scaling_efficiency", tuple(eff)))
+    elif workload == "multigpu" and sides is not None:
+        tables.append(_scaling_table(sides, t))
     elif workload == "cpu_vs_gpu":
         speed = []
         for rest, cpu, gpu, _ in _pairs(df, workload, "on", "cpu"):
@@ -469,6 +478,25 @@ def _derived(workload: str, rows: list[CaseRow], df: pd.DataFrame, units: Mappin
     elif workload == "inference":
         tables.append(_throughput_table(rows, df, t, "inference_throughput"))
     return tables
+
+
+def _scaling_table(sides: Mapping[str, Archive], t: Catalogue) -> DerivedTable:
+    """DDP/DataParallel scaling efficiency per (mode, model, nodes, devices) on each side (reporter.scaling)."""
+    points: dict[tuple[str, str, int, int], list[ScalingEfficiency | None]] = {}
+    for i, role in enumerate(("baseline", "candidate")):
+        a = sides[role]
+        for e in compute_scaling_table(a.cases, a.ok_samples()):
+            points.setdefault((e.mode, e.model, e.nodes, e.devices), [None, None])[i] = e
+    out = []
+    for (mode, model, nodes, devices), (b, c) in sorted(points.items()):
+        params: dict[str, Any] = {"mode": mode, "model": model, "replicas": devices // max(nodes, 1)}
+        what = case_label(t, "multigpu", {k: v for k, v in params.items() if v != ""})
+        if nodes > 1:
+            what = t.plain("derived.on_nodes", label=what, nodes=nodes)
+        within = [t.plain(f"side.{role}") for role, e in (("baseline", b), ("candidate", c)) if e and e.basis == WITHIN_UNIT]
+        out.append(DerivedRow(what, *(Interval(e.efficiency, e.ci_low, e.ci_high) if e else None for e in (b, c)),
+                              "fraction", t.plain("derived.within_unit", sides=" & ".join(within)) if within else None))
+    return DerivedTable("scaling_efficiency", tuple(out))
 
 
 def _saved(ratio: Interval | None) -> Interval | None:
@@ -492,7 +520,7 @@ def _throughput_table(rows: list[CaseRow], df: pd.DataFrame, t: Catalogue, kind:
         items = info.get("items")
         if not _positive(items):
             continue
-        unit = f"{info['items_unit']}/s" if isinstance(info.get("items_unit"), str) and info["items_unit"] else "items/s"
+        unit = _per_second(t, info["items_unit"] if isinstance(info.get("items_unit"), str) and info["items_unit"] else "items")
         b, c = (Interval(items / v.value, items / v.high, items / v.low) if _positive(v.value) else None
                 for v in (r.baseline, r.candidate))
         out.append(DerivedRow(r.label, b, c, unit))
@@ -535,7 +563,7 @@ def _loader_table(rows: list[CaseRow], df: pd.DataFrame, t: Catalogue) -> Derive
 
 
 def _headline(rows: list[CaseRow], geomeans: Mapping[str, Geomean], c: Comparison, cross_device: bool,
-              confounded: bool) -> Headline:
+              confounded: bool, warnings: tuple[Note, ...] = ()) -> Headline:
     """Per family in article order: its largest significant changes (never averaged away), counts and MDE."""
     families = []
     for family in (*FAMILIES, OTHER_FAMILY):
@@ -558,6 +586,7 @@ def _headline(rows: list[CaseRow], geomeans: Mapping[str, Geomean], c: Compariso
         families=tuple(families),
         geomean=Interval(g.ratio, g.ci_low, g.ci_high) if g.n_cases >= 2 and math.isfinite(g.ratio) else None,
         n_geomean=g.n_cases, counts=counts, total=len(rows), cross_device=cross_device, confounded=confounded,
+        warnings=warnings,
     )
 
 
@@ -860,6 +889,16 @@ def _recorded_families(a: Archive) -> dict[str, str]:
     return {str(w): str(f) for w, f in zip(c["workload"], c["family"])}
 
 
+def _per_second(t: Catalogue, word: str) -> str:
+    """A rate's unit in the page's language: images/s, 图像/s."""
+    return f"{t.plain(f'unit.{word}') if t.has(f'unit.{word}') else word}/s"
+
+
+def _unit(t: Catalogue, unit: str) -> str:
+    """A recorded unit as the page says it: the schema units (s, bytes, ...) as they are, items/s in words."""
+    return _per_second(t, unit[:-2]) if unit.endswith("/s") else unit
+
+
 def _metric_name(t: Catalogue, metric: str) -> str:
     return t.plain(f"metric.{metric}") if t.has(f"metric.{metric}") else metric
 
@@ -885,6 +924,15 @@ def _finite_or_none(value: Any) -> float | None:
     except (TypeError, ValueError):
         return None
     return v if math.isfinite(v) else None
+
+
+def _setting(value: Any) -> str | None:
+    """A recorded precision setting as the what-changed table shows it (``None``: not set)."""
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
 
 
 def _shorten(value: str | None) -> str | None:

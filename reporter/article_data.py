@@ -107,6 +107,8 @@ class Headline:
     total: int
     cross_device: bool  # sides on different devices: changes are read as speed-ups (N×)
     confounded: bool
+    # Confounders touching many of the cases (reporter.confounders): code, cases, total, sides.
+    warnings: tuple[Note, ...] = ()
 
 
 @dataclass(frozen=True)

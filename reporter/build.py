@@ -326,7 +326,7 @@ def home_view(reports: list[dict[str, Any]], t: Messages) -> dict[str, Any]:
         n_calls = h.counts.get("better", 0) + h.counts.get("worse", 0)
         if changes:
             top = changes[0]
-            summary = t.plain("home.top_change", case=top.full_label,
+            summary = t.plain("home.top_change" if n_calls > 1 else "home.only_change", case=top.full_label,
                               change=change_phrase(t, top.ratio.value, top.unit, top.better, h.cross_device), n=n_calls)
         else:
             summary = t.plain("home.no_change", n=h.total)

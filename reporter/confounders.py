@@ -6,7 +6,8 @@ warn of something other than the stack that could explain a difference:
 
 * ``PRECISION_DIFFERS``: the case's *effective* float32 precision differs (TF32 for
   cuBLAS or cuDNN, after ``NVIDIA_TF32_OVERRIDE`` and ``TORCH_ALLOW_TF32_CUBLAS_OVERRIDE``
-  are applied), or its matmul precision setting does;
+  are applied), or its matmul precision setting does, in a library the case runs in
+  (a matmul: cuBLAS; a convolution: cuDNN; a model: both);
 * ``GPU_THROTTLED``: a side ran while the GPU reported a power, thermal or hardware
   slowdown reason;
 * ``GPU_SHARED``: a side ran with other compute processes on the GPU;
@@ -48,6 +49,13 @@ PRECISION_KEYS = (
 # Case ids whose regime is named by the case (not the stack's defaults).
 _REGIME_MARKERS = ("dtype=fp32-strict", "dtype=tf32")
 _PINNED_WORKLOADS = ("cpu_vs_gpu",)  # pins strict float32 whatever the stack's defaults
+# The precision settings a workload's figures depend on: a matmul runs in cuBLAS, a
+# convolution in cuDNN; any other workload (a model) in both.
+PRECISION_NOTE_KEYS = ("tf32_matmul_effective", "tf32_cudnn_effective", "float32_matmul_precision")
+_RELEVANT_KEYS = {
+    "matmul": ("tf32_matmul_effective", "float32_matmul_precision"),
+    "conv2d": ("tf32_cudnn_effective",),
+}
 
 
 def effective_tf32(settings: Mapping[str, Any]) -> dict[str, bool | None]:
@@ -152,12 +160,16 @@ def compute_case_confounders(
         a = set(baseline_cases["case_id"].astype(str)) if not baseline_cases.empty else set()
         b = set(candidate_cases["case_id"].astype(str)) if not candidate_cases.empty else set()
         case_ids = sorted(a & b)
+    workloads = {}
+    for frame in (baseline_cases, candidate_cases):
+        if not frame.empty and "workload" in frame:
+            workloads.update(zip(frame["case_id"].astype(str), frame["workload"].astype(str)))
     out: dict[str, list[Note]] = {}
     for cid in case_ids:
         notes: list[Note] = []
         sa, sb = settings["baseline"].get(cid), settings["candidate"].get(cid)
         if sa is not None and sb is not None:
-            for key in ("tf32_matmul_effective", "tf32_cudnn_effective", "float32_matmul_precision"):
+            for key in _RELEVANT_KEYS.get(workloads.get(cid, ""), PRECISION_NOTE_KEYS):
                 if sa.get(key) is not None and sb.get(key) is not None and sa[key] != sb[key]:
                     notes.append(Note.of(NoteCode.PRECISION_DIFFERS, setting=key, baseline=sa[key], candidate=sb[key]))
         for side in ("baseline", "candidate"):

@@ -70,6 +70,9 @@ def _part(t: Catalogue, workload: str, key: str, value: Any, params: Mapping[str
     """One parameter as a word or two ('' when it says nothing on its own)."""
     w = lambda name, **kw: t.plain(f"label.{name}", **kw)  # noqa: E731
     if key == "model":
+        # A descriptive name ("tiny CNN") is said in the page's language; proper names stay.
+        if t.has(f"model_name.{value}"):
+            return t.plain(f"model_name.{value}")
         return MODEL_NAMES.get(str(value), str(value))
     if key == "n":
         return f"{value}³"

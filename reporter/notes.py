@@ -16,6 +16,8 @@ from reporter.messages import Catalogue
 
 # Parameters that hold a fraction and read as a percentage.
 FRACTION_PARAMS = frozenset({"noise", "band"})
+# Parameters that hold a word of the catalogue: the parameter and the table its words are in.
+WORD_PARAMS = {"side": "side", "setting": "setting_name"}
 
 
 @lru_cache(maxsize=None)
@@ -38,7 +40,17 @@ def note_text(note: Note, lang: str) -> str:
     """The message of ``note`` in ``lang`` (``en`` or ``zh``), parameters filled in, as plain text.
 
     A code without a message in ``lang`` falls back to English, then to the code itself
-    (``Catalogue``); ``tests/test_stats.py`` checks that every code has both.
+    (``Catalogue``); ``tests/test_stats.py`` checks that every code has both. Words that
+    a parameter holds (a side, a precision setting, on/off) are said in ``lang`` too.
     """
-    params = {k: format_param(k, v) for k, v in note.params}
-    return _messages(lang).plain(f"notes.{note.code.value}", **params)
+    t = _messages(lang)
+    params = {k: _word(t, k, v) for k, v in note.params}
+    return t.plain(f"notes.{note.code.value}", **params)
+
+
+def _word(t: Catalogue, name: str, value: Any) -> str:
+    if isinstance(value, bool):
+        return t.plain(f"setting_value.{'on' if value else 'off'}")
+    if name in WORD_PARAMS and isinstance(value, str) and t.has(f"{WORD_PARAMS[name]}.{value}"):
+        return t.plain(f"{WORD_PARAMS[name]}.{value}")
+    return format_param(name, value)

@@ -283,9 +283,10 @@ def trends_views(inputs: Sequence[TrendInput], workloads: Mapping[str, WorkloadI
                 table = TableView([_col(t, "case"), _col(t, "metric")] +
                                   [Column(lab, "median_ci", True) for lab in present])
                 points = []
+                names = _case_names(t, str(workload), w_rows)
                 for (case_id, metric), rows in w_rows.groupby(["case_id", "metric"], sort=True):
                     by_label = {str(r.label): r for r in rows.itertuples()}
-                    cells: list[Any] = [params_label(rows["params"].iloc[0]) or case_id, _metric(t, str(metric))]
+                    cells: list[Any] = [names.get(str(case_id)) or str(case_id), _metric(t, str(metric))]
                     for lab in present:
                         r = by_label.get(lab)
                         if r is None:
@@ -303,7 +304,7 @@ def trends_views(inputs: Sequence[TrendInput], workloads: Mapping[str, WorkloadI
                     for r in sub.itertuples():
                         if str(r.case_id) in cases:
                             points.append({"x": str(r.label), "y": r.median, "y_low": r.ci_low, "y_high": r.ci_high,
-                                           "series": params_label(r.params) or str(r.case_id)})
+                                           "series": names.get(str(r.case_id)) or str(r.case_id)})
                     unit = str(sub["unit"].iloc[0])
                     rank = {lab: i for i, lab in enumerate(present)}
                     points.sort(key=lambda p: (rank[p["x"]], p["series"]))
@@ -325,6 +326,17 @@ def trends_views(inputs: Sequence[TrendInput], workloads: Mapping[str, WorkloadI
         v = families[family]
         index.rows.append([Link(t.plain(f"family.{family}"), f"{family}.md"), str(v["n_cases"]), str(len(v["labels"]))])
     return {"families": index}, {f: families[f] for f in ordered}
+
+
+def _case_names(t: Messages, workload: str, rows: Any) -> dict[str, str]:
+    """Human labels of a workload's cases (reporter.labels), distinct within the workload."""
+    from reporter.labels import case_label, distinct_labels, params_of
+
+    first = rows.drop_duplicates("case_id").sort_values("case_id")
+    ids = [str(c) for c in first["case_id"]]
+    params = [params_of(p) for p in first["params"]]
+    labels = distinct_labels(t, workload, params, lambda p: case_label(t, workload, p) or params_label(p))
+    return dict(zip(ids, labels))
 
 
 def _metric(t: Messages, metric: str) -> str:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from collector.vocabulary import OTHER_FAMILY, Verdict
+from collector.vocabulary import OTHER_FAMILY, NoteCode, Verdict
 from reporter.article_data import ArticleData, Block, CaseRow, ChartData, DerivedTable
 from reporter.charts import chart_lines, chart_ratios
 from reporter.paths import relpath
@@ -85,7 +85,12 @@ def col(t: Messages, key: str, kind: str = "text", right: bool = False, **values
     return Column(t.plain(f"col.{key}", **values), kind, right)
 
 
-def verdict_word(t: Messages, verdict: Verdict) -> str:
+def verdict_word(t: Messages, verdict: Verdict, row: CaseRow | None = None) -> str:
+    """The verdict as a table says it; "not enough replicates" says how many processes a side it needs."""
+    if verdict is Verdict.TOO_FEW and row is not None:
+        needed = next((n.values.get("needed") for n in row.notes if n.code is NoteCode.TOO_FEW_UNITS), None)
+        if needed is not None:
+            return t.plain("verdict.too_few_needed", needed=needed)
     return VERDICT_MARK.get(verdict, "") + t.plain(f"verdict.{VERDICT_KEY[verdict]}")
 
 
@@ -136,6 +141,16 @@ class ArticleView:
             marks.append(str(self.notes[text]).translate(SUPERSCRIPTS))
         return "".join(marks)
 
+    def warning_texts(self) -> list[str]:
+        """The headline's warnings: confounders that touch many of the cases compared."""
+        t = self.t
+        out = []
+        for n in self.a.headline.warnings:
+            p = n.values
+            sides = t.plain("headline.side_join").join(t.plain(f"side.{s}") for s in str(p.get("sides") or "").split(",") if s)
+            out.append(t.plain(f"confounder_summary.{n.code.value}", cases=p.get("cases"), total=p.get("total"), sides=sides))
+        return out
+
     def note_texts(self, row: CaseRow) -> list[str]:
         return [note_text(n, self.t.lang) for n in row.notes]
 
@@ -149,7 +164,7 @@ class ArticleView:
         table = Table(columns, css="ib-main")
         for r in block.main_rows:
             cells: list[Any] = [r.label, (r.baseline.value, r.unit), (r.candidate.value, r.unit), r.ratio,
-                                verdict_word(t, r.verdict) + self.footnote(r)]
+                                verdict_word(t, r.verdict, r) + self.footnote(r)]
             if block.has_peak:
                 cells.append(r.rates if r.metric in ("time", "latency") else None)
             table.rows.append(cells)
@@ -204,9 +219,8 @@ class ArticleView:
         return change_phrase(self.t, r.ratio.value, r.unit, r.better, self.a.headline.cross_device)
 
     def change_ci(self, r: CaseRow) -> str:
-        lo = change_phrase(self.t, r.ratio.low, r.unit, r.better, self.a.headline.cross_device, bare=True)
-        hi = change_phrase(self.t, r.ratio.high, r.unit, r.better, self.a.headline.cross_device, bare=True)
-        return f"{lo} – {hi}"
+        """The CI of ``change``, in the same form (% or ×) and direction as the point, low to high."""
+        return change_ci_phrase(r.ratio, r.unit, self.a.headline.cross_device)
 
     def stacks_table(self) -> Table:
         t = self.t
@@ -214,6 +228,14 @@ class ArticleView:
         for s in self.a.stacks:
             table.rows.append([t.plain(f"stack.{s.name}"), s.baseline, s.candidate, "≠" if s.changed else None])
         return table
+
+    def changes_lead(self) -> str:
+        """What the what-changed table lists: fingerprint entries, and the precision defaults where they differ."""
+        n_settings = sum(1 for key, _, _ in self.a.changes if key.startswith("settings."))
+        n = len(self.a.changes) - n_settings
+        if not n_settings:
+            return self.t.plain("article.env.changes_lead", n=n)
+        return self.t.plain("article.env.changes_lead_settings", n=n, settings=n_settings)
 
     def changes_table(self) -> Table:
         t = self.t
@@ -274,7 +296,7 @@ def change_phrase(t: Messages, ratio: float, unit: str, better: str, cross_devic
     up = ratio >= 1
     factor = ratio if up else 1 / ratio
     as_factor = cross_device or factor >= 1.5
-    amount = f"{factor:.3g}×" if as_factor else f"{(factor - 1) * 100:.1f}%"
+    amount = factor_text(factor) if as_factor else f"{(factor - 1) * 100:.1f}%"
     if bare:
         return amount
     if unit == "s":
@@ -286,6 +308,44 @@ def change_phrase(t: Messages, ratio: float, unit: str, better: str, cross_devic
     else:
         key = "higher" if up else "lower"
     return t.plain(f"change.{key}", amount=amount)
+
+
+def factor_text(factor: float) -> str:
+    """A factor with three significant digits (two decimals at most), never in scientific notation: 1.90×, 217×, 1,160×."""
+    digits = 2 if factor < 10 else 1 if factor < 100 else 0
+    return f"{factor:,.{digits}f}×"
+
+
+def _change_amount(ratio: float, up: bool, as_factor: bool, memory: bool) -> float:
+    """The size of a change in the direction ``up`` (the point's): a factor, or a percentage."""
+    factor = ratio if up else 1 / ratio
+    if as_factor:
+        return factor
+    if memory:  # memory changes read as the share of the baseline's memory
+        return (1 - 1 / ratio) * 100 if up else (1 / ratio - 1) * 100
+    return (factor - 1) * 100
+
+
+def change_ci_phrase(ratio: Any, unit: str, cross_device: bool) -> str:
+    """A ratio's 95% CI as the change phrase says it: both bounds as factors or both as percentages.
+
+    The form follows the point estimate (``change_phrase``), so "31.2% faster" has a CI
+    in percent ("13.1% – 52.0%") even where a bound passes 1.5×, and the bounds are in
+    the point's direction, smaller first.
+    """
+    import math
+
+    values = (ratio.value, ratio.low, ratio.high)
+    if not all(v is not None and math.isfinite(v) and v > 0 for v in values):
+        return "—"
+    up = ratio.value >= 1
+    point = ratio.value if up else 1 / ratio.value
+    as_factor = cross_device or point >= 1.5
+    memory = unit == "bytes"
+    lo, hi = sorted(_change_amount(v, up, as_factor, memory) for v in (ratio.low, ratio.high))
+    if as_factor:
+        return f"{factor_text(lo)} – {factor_text(hi)}"
+    return f"{lo:.1f}% – {hi:.1f}%"
 
 
 def _ci_text(value: Any) -> str:

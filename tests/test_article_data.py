@@ -78,4 +78,18 @@ def test_cudnn_versions_and_cross_device_phrasing() -> None:
     t = catalogue("en")
     assert change_phrase(t, 667.97, "s", "lower", True) == "668× faster"
     assert change_phrase(t, 1.092, "s", "lower", False) == "9.2% faster"
-    assert change_phrase(t, 0.5, "s", "lower", False) == "2× slower"
+    assert change_phrase(t, 0.5, "s", "lower", False) == "2.00× slower"  # three significant digits
+
+
+def test_a_change_and_its_ci_are_said_in_one_form() -> None:
+    from reporter.article_data import Interval
+    from reporter.views import change_ci_phrase
+
+    t = catalogue("en")
+    # 31.2% faster whose upper bound passes 1.5x: the CI stays in percent
+    assert change_phrase(t, 1.312, "s", "lower", False) == "31.2% faster"
+    assert change_ci_phrase(Interval(1.312, 1.131, 1.52), "s", False) == "13.1% – 52.0%"
+    # a slowdown read as a factor: both bounds as factors, smaller first
+    assert change_ci_phrase(Interval(0.1406, 0.1399, 0.1416), "s", False) == "7.06× – 7.15×"
+    assert change_ci_phrase(Interval(0.95, 0.94, 0.96), "s", False) == "4.2% – 6.4%"
+    assert change_ci_phrase(Interval(669.0, 387.0, 1160.4), "s", True) == "387× – 1,160×"

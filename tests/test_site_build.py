@@ -308,8 +308,6 @@ def test_every_english_string_has_a_chinese_one() -> None:
 
     missing = keys(_load_messages("en")) - keys(_load_messages("zh"))
     assert not missing, f"missing from reporter/i18n/zh.toml: {sorted(missing)}"
-    t = Messages("zh")
-    assert t.legacy_note("within-process test on samples; something new") == "在进程内对样本做检验；something new"
 
 
 def test_hardware_names_are_not_versions_and_failed_comparisons_are_explained(in_tmp: Path) -> None:
