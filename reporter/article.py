@@ -62,7 +62,12 @@ from reporter.article_data import (
 )
 from reporter.compare import Comparison, compare_labels, compute_summaries
 from reporter.config import ComparisonSpec
-from reporter.confounders import compute_case_confounders, compute_confounder_summary, compute_precision_changes
+from reporter.confounders import (
+    compute_case_confounders,
+    compute_confounder_summary,
+    compute_precision_changes,
+    interleaved_siblings,
+)
 from reporter.labels import block_heading, case_label, distinct_labels, host_label, params_of
 from reporter.load import Archive
 from reporter.messages import Catalogue, catalogue
@@ -135,9 +140,10 @@ def compute_article(
     rows_df = _contract_rows(c, families)
     rows_df = rows_df[~rows_df["metric"].isin(HIDDEN_METRICS)].reset_index(drop=True)
     # Per case: what other than the stack could explain a difference (precision in effect, GPU state).
+    idle = {role: interleaved_siblings(a.runs["run_id"].astype(str), archive.environment) for role, a in sides.items()}
     case_notes = compute_case_confounders(sides["baseline"].cases, sides["candidate"].cases,
                                           sides["baseline"].gpu_state, sides["candidate"].gpu_state,
-                                          case_ids=sorted(set(rows_df["case_id"].astype(str))))
+                                          case_ids=sorted(set(rows_df["case_id"].astype(str))), idle_siblings=idle)
     rows = _case_rows(rows_df, sides, t, case_notes)
     units = {role: _unit_moments(a) for role, a in sides.items()}
 

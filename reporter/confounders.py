@@ -118,17 +118,17 @@ class GpuSide:
     sm_clock_mhz: float | None
 
 
-def _gpu_sides(gpu_state: pd.DataFrame) -> dict[str, GpuSide]:
+def _gpu_sides(gpu_state: pd.DataFrame, idle_siblings: int = 0) -> dict[str, GpuSide]:
     out: dict[str, GpuSide] = {}
     if gpu_state is None or gpu_state.empty:
         return out
     for case_id, g in gpu_state.groupby(gpu_state["case_id"].astype(str)):
         reasons = sorted({r for text in g["reasons"].astype(str) for r in text.split(",") if r in THROTTLE_REASONS})
-        others = pd.to_numeric(g["other_processes_max"], errors="coerce").max()
+        others = pd.to_numeric(g["other_processes_max"], errors="coerce").max() - idle_siblings
         clocks = pd.to_numeric(g["sm_clock_mhz_median"], errors="coerce").dropna()
         out[case_id] = GpuSide(
             throttle_reasons=tuple(reasons),
-            other_processes=int(others) if pd.notna(others) else 0,
+            other_processes=max(0, int(others)) if pd.notna(others) else 0,
             sm_clock_mhz=float(clocks.median()) if len(clocks) else None,
         )
     return out
@@ -141,6 +141,7 @@ def compute_case_confounders(
     candidate_gpu: pd.DataFrame | None = None,
     *,
     case_ids: Iterable[str] | None = None,
+    idle_siblings: Mapping[str, int] | None = None,
 ) -> dict[str, list[Note]]:
     """The confounder notes of every case compared (default: the case ids on both sides).
 
@@ -149,13 +150,19 @@ def compute_case_confounders(
         baseline_gpu, candidate_gpu: ``gpu_state`` rows (``case_id``, ``reasons``,
             ``other_processes_max``, ``sm_clock_mhz_median``), or ``None``/empty.
         case_ids: the cases to examine.
+        idle_siblings: per side, how many of the GPU's other processes were the
+            recording's own idle workers: in an interleaved recording of S stacks, the
+            other S - 1 stacks' workers hold a CUDA context while they wait for their
+            next case (``interleaved_siblings``); they are not counted as sharing.
 
     Returns:
         ``{case_id: [Note, ...]}`` with an entry only for cases that have a note. Sides
         are named ``baseline`` and ``candidate`` in the notes' parameters.
     """
     settings = {"baseline": _case_settings(baseline_cases), "candidate": _case_settings(candidate_cases)}
-    gpu = {"baseline": _gpu_sides(baseline_gpu), "candidate": _gpu_sides(candidate_gpu)}
+    idle = dict(idle_siblings or {})
+    gpu = {"baseline": _gpu_sides(baseline_gpu, idle.get("baseline", 0)),
+           "candidate": _gpu_sides(candidate_gpu, idle.get("candidate", 0))}
     if case_ids is None:
         a = set(baseline_cases["case_id"].astype(str)) if not baseline_cases.empty else set()
         b = set(candidate_cases["case_id"].astype(str)) if not candidate_cases.empty else set()
@@ -263,3 +270,27 @@ def compute_precision_changes(baseline_cases: pd.DataFrame, candidate_cases: pd.
     if not a or not b:
         return []
     return [PrecisionChange(k, a.get(k), b.get(k)) for k in PRECISION_KEYS if a.get(k) != b.get(k)]
+
+
+def interleaved_siblings(runs: Iterable[str], environment: pd.DataFrame) -> int:
+    """How many workers of other stacks ran beside a side's cases: for runs recorded with
+    ``--interleave``, the number of other runs of their ``interleave_group`` (schema 2) or,
+    for schema 1, of runs marked interleaved that started within a minute of them (at least
+    one); 0 for runs recorded alone."""
+    run_ids = {str(r) for r in runs}
+    if environment is None or environment.empty or not run_ids:
+        return 0
+    env = environment[environment["section"].astype(str) == "run"]
+    info = {(str(r), str(k)): str(v) for r, k, v in zip(env["run_id"], env["key"], env["value"])}
+    most = 0
+    for run in run_ids:
+        if info.get((run, "interleaved")) != "True":
+            continue
+        group = info.get((run, "interleave_group"))
+        if group:
+            others = {r for (r, k), v in info.items() if k == "interleave_group" and v == group and r != run}
+            most = max(most, len(others))
+        else:
+            most = max(most, 1)
+    return most
+

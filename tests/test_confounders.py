@@ -92,3 +92,23 @@ def test_what_changed_lists_the_precision_defaults_that_differ():
         ("tf32_cudnn_effective", True, False), ("NVIDIA_TF32_OVERRIDE", None, "0")]
     assert compute_precision_changes(a, a) == []
     assert compute_precision_changes(cases({CONV: None}), b) == []
+
+
+def test_the_idle_workers_of_an_interleaved_recording_are_not_sharing():
+    """In an interleaved recording the other stack's worker holds a CUDA context while it
+    waits: one other process a side is the recording's own, two means a real neighbour."""
+    from reporter.confounders import interleaved_siblings
+
+    env = pd.DataFrame([
+        {"run_id": run, "section": "run", "key": k, "value": v}
+        for run in ("a1", "b1") for k, v in (("interleaved", "True"), ("interleave_group", "g"))
+    ] + [{"run_id": "solo", "section": "run", "key": "interleaved", "value": "False"}])
+    assert interleaved_siblings(["a1"], env) == 1
+    assert interleaved_siblings(["solo"], env) == 0
+    c = cases({"m1": DEFAULTS, "m2": DEFAULTS})
+    one, two = gpu({"m1": {"other_processes_max": 1}, "m2": {"other_processes_max": 2}}), gpu({"m1": {}, "m2": {}})
+    notes = compute_case_confounders(c, c, one, two, idle_siblings={"baseline": 1, "candidate": 1})
+    assert "m1" not in notes
+    assert [(n.code, n.values) for n in notes["m2"]] == [(NoteCode.GPU_SHARED, {"side": "baseline", "count": 1})]
+    # recorded alone, the same reading is a neighbour
+    assert [n.code for n in compute_case_confounders(c, c, one, two)["m1"]] == [NoteCode.GPU_SHARED]
