@@ -238,9 +238,12 @@ def cmd_run(args: argparse.Namespace) -> int:
     started: list[Any] = []
 
     def on_start(planned: list[Any]) -> None:
+        nonlocal doctor_line
         started.extend(planned)
-        if doctor_line:  # once the run exists: a bad flag or folder still gets its one error line
+        if doctor_line and any(p.writer.final is None for p in planned):
+            # once a run exists: a bad flag or folder still gets its one error line
             print(doctor_line, file=sys.stderr, flush=True)
+            doctor_line = ""
 
     try:
         planned = execute(options, resume=resume, progress=not args.no_progress and sys.stderr.isatty(), on_start=on_start)

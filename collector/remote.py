@@ -23,6 +23,7 @@ import hashlib
 import json
 import os
 import re
+import time
 import urllib.parse
 from dataclasses import dataclass
 from pathlib import Path
@@ -123,6 +124,22 @@ def _run_status(folder: Path) -> str:
     return ""
 
 
+def _next_upload_id(fs: pafs.FileSystem, run_prefix: str) -> str:
+    """A fresh upload id that sorts after every earlier upload of the run (readers take the
+    greatest): ids have a resolution of one second, so a second upload within the same
+    second waits for the next one."""
+    try:
+        infos = fs.get_file_info(pafs.FileSelector(run_prefix, recursive=False, allow_not_found=True))
+        earlier = [i.base_name for i in infos if i.type == pafs.FileType.Directory]
+    except (OSError, pa.ArrowException):
+        earlier = []
+    upload_id = new_run_id()
+    while earlier and upload_id <= max(earlier):
+        time.sleep(0.25)
+        upload_id = new_run_id()
+    return upload_id
+
+
 def _sha256(path: Path) -> tuple[str, int]:
     digest, size = hashlib.sha256(), 0
     with open(path, "rb") as f:
@@ -154,7 +171,7 @@ def upload_run(folder: Path | str, url: str) -> Upload:
     if missing:
         raise ArchiveError(f"{folder}: {', '.join(missing)} missing; not uploaded")
     fs, base = open_filesystem(url)
-    upload_id = new_run_id()
+    upload_id = _next_upload_id(fs, "/".join(p for p in (base, label, run_id) if p))
     prefix = "/".join(p for p in (base, label, run_id, upload_id) if p)
     files: dict[str, dict[str, Any]] = {}
     try:

@@ -146,7 +146,7 @@ def test_identical_samples_and_missing_side(tmp_path):
     r = _in_process("compare", "x", "y", "--runs", str(root), "--format", "json")
     assert r.exit_code == 0, r.output
     recs = {rec["case"]: rec for rec in json.loads(r.stdout)}
-    assert recs["c[n=1]"]["ratio"] == 1.0 and recs["c[n=1]"]["verdict"] == "no significant difference"
+    assert recs["c[n=1]"]["ratio"] == 1.0 and recs["c[n=1]"]["verdict"] == "unchanged"  # identical in every process: deterministic
     assert recs["only_x[n=1]"]["verdict"] == "unmatched"
     write_run(root, "z", {"other[n=1]": [[1e-3, 2e-3]] * 3}, run_id=run_id(2))
     r = _in_process("compare", "x", "z", "--runs", str(root))

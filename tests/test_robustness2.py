@@ -296,12 +296,9 @@ def test_unicode_labels_name_their_folder(tmp_path: Path, label: str, folder: st
 
 
 def test_a_chinese_label_is_accepted_by_the_collector_cli(tmp_path: Path) -> None:
-    import argparse
+    from collector.cli import _check_run_args, build_parser
 
-    from collector.cli import _check_run_args
-
-    args = argparse.Namespace(suite=None, processes=None, time_budget=None, case_timeout=None, label=["名字 2.9"],
-                              python=[], interleave=False, data_dir=None, resume=None)
+    args = build_parser().parse_args(["run", "--label", "名字 2.9"])
     _check_run_args(args)  # no CLIError
 
 
