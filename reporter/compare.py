@@ -172,13 +172,13 @@ def _units(samples: pd.DataFrame) -> pd.DataFrame:
     first = order[starts]
     return pd.DataFrame(
         {
-            "label": samples["label"].to_numpy()[first].astype(str),
-            "run_id": samples["run_id"].to_numpy()[first].astype(str),
-            "case_id": samples["case_id"].to_numpy()[first].astype(str),
-            "metric": samples["metric"].to_numpy()[first].astype(str),
+            "label": _strings_at(samples["label"], first),
+            "run_id": _strings_at(samples["run_id"], first),
+            "case_id": _strings_at(samples["case_id"], first),
+            "metric": _strings_at(samples["metric"], first),
             "process": proc[first],
-            "unit": samples["unit"].to_numpy()[first].astype(str),
-            "better": samples["better"].to_numpy()[first].astype(str),
+            "unit": _strings_at(samples["unit"], first),
+            "better": _strings_at(samples["better"], first),
             "median": med,
             "n": n,
             "vmin": vmin,
@@ -878,6 +878,16 @@ def _group(df: pd.DataFrame, keys: list[str]) -> tuple[np.ndarray, pd.DataFrame]
     for k in keys:
         groups[k] = groups[k].astype(str)
     return codes, groups
+
+
+def _strings_at(column: pd.Series, rows: np.ndarray) -> np.ndarray:
+    """``column.to_numpy()[rows].astype(str)``, from a categorical's codes without turning
+    every row into an object first (5M samples: seconds saved per call)."""
+    if isinstance(column.dtype, pd.CategoricalDtype):
+        codes = column.cat.codes.to_numpy()[rows]
+        if not len(codes) or codes.min() >= 0:
+            return np.asarray(column.cat.categories, dtype=object).astype(str)[codes]
+    return column.to_numpy()[rows].astype(str)
 
 
 def _count_distinct(groups: np.ndarray, values: np.ndarray, n_groups: int) -> np.ndarray:
