@@ -76,6 +76,7 @@ from reporter.stats import (
     compute_runs_needed,
     compute_verdict,
     moderated_components,
+    sort_within_groups,
     squeeze_variances,
 )
 
@@ -154,7 +155,7 @@ def _units(samples: pd.DataFrame) -> pd.DataFrame:
     nc, nm, npr = case.max() + 1, met.max() + 1, proc.max() + 1
     key = ((run * nc + case) * nm + met) * npr + proc
     values = samples["value"].to_numpy(np.float64)
-    order = np.lexsort((values, key))
+    order = sort_within_groups(key, values)
     k, v = key[order], values[order]
     starts = np.flatnonzero(np.r_[True, k[1:] != k[:-1]])
     n = np.diff(np.r_[starts, k.size])
@@ -165,7 +166,7 @@ def _units(samples: pd.DataFrame) -> pd.DataFrame:
         logs = np.log(np.where(v > 0, v, np.nan))
         dev = np.abs(logs - np.log(np.where(med > 0, med, np.nan))[group])
     dev = np.where(np.isfinite(dev), dev, np.inf)
-    o2 = np.lexsort((dev, group))
+    o2 = sort_within_groups(group, dev)
     d2 = dev[o2]
     mad = 0.5 * (d2[starts + (n - 1) // 2] + d2[starts + n // 2])
     spread = np.where((n >= 3) & np.isfinite(mad), (np.pi / 2) * (1.4826 * mad) ** 2 / n, np.nan)
