@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import json
 import math
+import multiprocessing
 import os
 import re
 import unicodedata
@@ -466,7 +467,9 @@ class ChartRenderer:
             return
         if self.workers > 1 and self.render is render_svgs:
             if self.pool is None:
-                self.pool = ProcessPoolExecutor(max_workers=self.workers)
+                # Spawned, never forked: a fork of a process whose vl-convert runtime has
+                # started its threads (any chart rendered here before) deadlocks the child.
+                self.pool = ProcessPoolExecutor(max_workers=self.workers, mp_context=multiprocessing.get_context("spawn"))
             self.jobs.append(self.pool.submit(render_svgs, list(specs)))
         else:
             self.jobs.append(list(specs))
