@@ -5,15 +5,20 @@ generator, in a temporary folder that is deleted afterwards), never a measuremen
 never written under runs/. By default: 1,000 runs (20 labels x 50 runs) x 100 cases x
 5 worker processes x 10 samples = 5M samples.
 
-    .venv/bin/python benchmarks/reporter_scale.py [--runs 1000] [--cases 100] [--keep DIR]
+    .venv/bin/python benchmarks/reporter_scale.py [--runs 1000] [--cases 100] [--keep DIR | --reuse DIR]
 
-The archive is written by a child process so that the peak RSS reported
-(``resource.getrusage``) is the reporter's alone.
+Three measurements, each in a fresh child process (its peak RSS, ``resource.getrusage``,
+is its own): the reference, ``pyarrow.dataset`` reading the same samples in one scan and
+an exact per-(run, case, metric, process) median, count, min and max by one numpy
+lexsort (the least any reporter must do); the reporter cold (no cache: it reads and
+checks every run, and writes the archive's ``.cache/``); the reporter with that cache.
+The ratio of each to the reference is printed.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import resource
 import shutil
@@ -119,18 +124,58 @@ def time_reporter(runs_dir: Path) -> list[tuple[str, float, float]]:
     return steps
 
 
+def time_reference(runs_dir: Path) -> list[tuple[str, float, float]]:
+    """pyarrow.dataset: every samples file in one scan, then the exact per-process medians by a numpy lexsort."""
+    import numpy as np
+    import pyarrow.compute as pc
+    import pyarrow.dataset as ds
+
+    t0 = time.perf_counter()
+    files = sorted(str(p) for p in runs_dir.glob("[!.]*/*/samples.parquet"))
+    table = ds.dataset(files, format="parquet").to_table(columns=["case_id", "metric", "process", "value", "__filename"])
+    t1 = time.perf_counter()
+    codes = [pc.dictionary_encode(table[c]).combine_chunks() for c in ("__filename", "case_id", "metric")]
+    key = np.zeros(table.num_rows, np.int64)
+    for c in codes:
+        key = key * len(c.dictionary) + c.indices.to_numpy().astype(np.int64)
+    process = table["process"].to_numpy()
+    key = key * (int(process.max()) + 1) + process
+    value = table["value"].to_numpy()
+    order = np.lexsort((value, key))
+    ks, vs = key[order], value[order]
+    starts = np.flatnonzero(np.r_[True, ks[1:] != ks[:-1]])
+    n = np.diff(np.r_[starts, len(ks)])
+    median = (vs[starts + (n - 1) // 2] + vs[starts + n // 2]) / 2
+    vmin, vmax = vs[starts], vs[starts + n - 1]
+    t2 = time.perf_counter()
+    assert len(median) == len(vmin) == len(vmax)
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+    return [(f"pyarrow.dataset read ({table.num_rows:,} samples)", t1 - t0, rss),
+            (f"exact group-by ({len(median):,} processes)", t2 - t1, rss), ("total", t2 - t0, rss)]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=1000)
     parser.add_argument("--cases", type=int, default=100)
     parser.add_argument("--keep", type=Path, help="write the synthetic archive here and keep it (must not exist)")
+    parser.add_argument("--reuse", type=Path, help="time an archive written before with --keep (its .cache/ is removed first)")
     parser.add_argument("--write-only", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--measure", nargs=2, metavar=("WHAT", "DIR"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.write_only:
         write_synthetic_archive(args.write_only, args.runs, args.cases)
         return
+    if args.measure:
+        what, folder = args.measure
+        steps = time_reference(Path(folder)) if what == "reference" else time_reporter(Path(folder))
+        print(json.dumps(steps))
+        return
     tmp = None
-    if args.keep:
+    if args.reuse:
+        out = args.reuse
+        shutil.rmtree(out / ".cache", ignore_errors=True)
+    elif args.keep:
         out = args.keep
         if out.exists():
             parser.error(f"--keep {out} already exists")
@@ -138,18 +183,30 @@ def main() -> None:
         tmp = tempfile.mkdtemp(prefix="imagebench-synthetic-archive-")
         out = Path(tmp) / "archive"
     try:
-        t = time.perf_counter()
-        subprocess.run(
-            [sys.executable, __file__, "--runs", str(args.runs), "--cases", str(args.cases), "--write-only", str(out)],
-            check=True,
-        )
-        print(f"wrote a synthetic archive of {args.runs} runs x {args.cases} cases x {PROCESSES * SAMPLES_PER_PROCESS} "
-              f"samples in {time.perf_counter() - t:.1f} s ({out}); timing the reporter on {os.cpu_count()} core(s):")
-        steps = time_reporter(out)
-        width = max(len(s) for s, _, _ in steps)
-        print(f"{'step':<{width}}  {'wall s':>8}  {'peak RSS MiB':>12}")
-        for step, wall, rss in steps:
-            print(f"{step:<{width}}  {wall:>8.2f}  {rss:>12.0f}")
+        if not args.reuse:
+            t = time.perf_counter()
+            subprocess.run(
+                [sys.executable, __file__, "--runs", str(args.runs), "--cases", str(args.cases), "--write-only", str(out)],
+                check=True,
+            )
+            print(f"wrote a synthetic archive of {args.runs} runs x {args.cases} cases x {PROCESSES * SAMPLES_PER_PROCESS} "
+                  f"samples in {time.perf_counter() - t:.1f} s ({out})")
+        print(f"timing on {os.cpu_count()} core(s), each measurement in a fresh process:")
+        totals = {}
+        for what, title in (("reference", "reference: pyarrow.dataset read + exact group-by"),
+                            ("reporter", "reporter cold (no cache; writes it)"), ("reporter", "reporter with the cache")):
+            done = subprocess.run([sys.executable, __file__, "--measure", what, str(out)], check=True,
+                                  capture_output=True, text=True)
+            steps = json.loads(done.stdout.strip().splitlines()[-1])
+            totals[title] = steps[-1][1]
+            width = max(len(s) for s, _, _ in steps)
+            print(f"\n{title}\n{'step':<{width}}  {'wall s':>8}  {'peak RSS MiB':>12}")
+            for step, wall, rss in steps:
+                print(f"{step:<{width}}  {wall:>8.2f}  {rss:>12.0f}")
+        reference = next(iter(totals.values()))
+        print()
+        for title, total in list(totals.items())[1:]:
+            print(f"{title}: {total:.2f} s, {total / reference:.1f}x the reference's {reference:.2f} s")
     finally:
         if tmp:
             shutil.rmtree(tmp, ignore_errors=True)

@@ -76,6 +76,7 @@ from reporter.stats import (
     compute_runs_needed,
     compute_verdict,
     moderated_components,
+    sort_within_groups,
     squeeze_variances,
 )
 
@@ -154,7 +155,7 @@ def _units(samples: pd.DataFrame) -> pd.DataFrame:
     nc, nm, npr = case.max() + 1, met.max() + 1, proc.max() + 1
     key = ((run * nc + case) * nm + met) * npr + proc
     values = samples["value"].to_numpy(np.float64)
-    order = np.lexsort((values, key))
+    order = sort_within_groups(key, values)
     k, v = key[order], values[order]
     starts = np.flatnonzero(np.r_[True, k[1:] != k[:-1]])
     n = np.diff(np.r_[starts, k.size])
@@ -165,20 +166,20 @@ def _units(samples: pd.DataFrame) -> pd.DataFrame:
         logs = np.log(np.where(v > 0, v, np.nan))
         dev = np.abs(logs - np.log(np.where(med > 0, med, np.nan))[group])
     dev = np.where(np.isfinite(dev), dev, np.inf)
-    o2 = np.lexsort((dev, group))
+    o2 = sort_within_groups(group, dev)
     d2 = dev[o2]
     mad = 0.5 * (d2[starts + (n - 1) // 2] + d2[starts + n // 2])
     spread = np.where((n >= 3) & np.isfinite(mad), (np.pi / 2) * (1.4826 * mad) ** 2 / n, np.nan)
     first = order[starts]
     return pd.DataFrame(
         {
-            "label": samples["label"].to_numpy()[first].astype(str),
-            "run_id": samples["run_id"].to_numpy()[first].astype(str),
-            "case_id": samples["case_id"].to_numpy()[first].astype(str),
-            "metric": samples["metric"].to_numpy()[first].astype(str),
+            "label": _strings_at(samples["label"], first),
+            "run_id": _strings_at(samples["run_id"], first),
+            "case_id": _strings_at(samples["case_id"], first),
+            "metric": _strings_at(samples["metric"], first),
             "process": proc[first],
-            "unit": samples["unit"].to_numpy()[first].astype(str),
-            "better": samples["better"].to_numpy()[first].astype(str),
+            "unit": _strings_at(samples["unit"], first),
+            "better": _strings_at(samples["better"], first),
             "median": med,
             "n": n,
             "vmin": vmin,
@@ -878,6 +879,16 @@ def _group(df: pd.DataFrame, keys: list[str]) -> tuple[np.ndarray, pd.DataFrame]
     for k in keys:
         groups[k] = groups[k].astype(str)
     return codes, groups
+
+
+def _strings_at(column: pd.Series, rows: np.ndarray) -> np.ndarray:
+    """``column.to_numpy()[rows].astype(str)``, from a categorical's codes without turning
+    every row into an object first (5M samples: seconds saved per call)."""
+    if isinstance(column.dtype, pd.CategoricalDtype):
+        codes = column.cat.codes.to_numpy()[rows]
+        if not len(codes) or codes.min() >= 0:
+            return np.asarray(column.cat.categories, dtype=object).astype(str)[codes]
+    return column.to_numpy()[rows].astype(str)
 
 
 def _count_distinct(groups: np.ndarray, values: np.ndarray, n_groups: int) -> np.ndarray:

@@ -32,7 +32,7 @@ import pandas as pd
 from packaging.version import InvalidVersion, Version
 
 from reporter.errors import ReporterError
-from reporter.load import Archive
+from reporter.load import Archive, _rows_of
 from reporter.messages import LANGUAGES
 from reporter.paths import slug
 
@@ -243,10 +243,12 @@ def restrict(archive: Archive, run_ids: frozenset[str] | None) -> Archive:
     """The archive with only ``run_ids`` (all of it for ``None``)."""
     if run_ids is None:
         return archive
-    keep = list(run_ids)
+    keep = set(run_ids)
 
     def rows(df: pd.DataFrame) -> pd.DataFrame:
-        return df[df["run_id"].astype(str).isin(keep)].reset_index(drop=True)
+        if isinstance(df["run_id"].dtype, pd.CategoricalDtype):  # by the codes: no string per sample
+            return _rows_of(df, keep)
+        return df[df["run_id"].astype(str).isin(list(keep))].reset_index(drop=True)
 
     return replace(
         archive,

@@ -14,6 +14,7 @@ import os
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -41,6 +42,7 @@ from collector.schema import (
     is_valid_run_id,
 )
 from reporter.errors import ReporterError
+from reporter.run_cache import CachedRun, fingerprint, read_cache, write_cache
 
 # String columns stored as dictionaries (pandas categoricals): few distinct values, many rows.
 _CATEGORICAL = {
@@ -177,9 +179,11 @@ class _RunTables:
     path: Path
     tables: dict[str, pa.Table]
     warnings: list[Problem] = field(default_factory=list)
+    fingerprint: list[list[Any]] | None = None  # of the folder as read (reporter.run_cache)
+    from_cache: bool = False
 
 
-def load_archive(runs_dir: str | os.PathLike[str], strict: bool = False) -> Archive:
+def load_archive(runs_dir: str | os.PathLike[str], strict: bool = False, *, cache: bool = True) -> Archive:
     """Read every run under ``runs_dir`` (``<label>/<run_id>/{environment,cases,samples}.parquet``).
 
     A run whose folder name is not a run id, that lacks its environment or case list, or
@@ -192,6 +196,10 @@ def load_archive(runs_dir: str | os.PathLike[str], strict: bool = False) -> Arch
     instead. Hidden entries (``.name``) and plain files are ignored. A run's label is
     its folder's name. A missing ``runs_dir`` raises ``ReporterError``. A URL
     (``s3://bucket/prefix``) is read through a local mirror of its finished runs.
+
+    With ``cache`` (the default), what was read of each valid run is kept in the archive's
+    ``.cache/`` folder (``reporter.run_cache``) and a run whose files have not changed
+    since is taken from there instead of being read and checked again.
     """
     from reporter.remote import resolve_archive  # a URL (s3://...): its finished runs, mirrored into a local cache
 
@@ -208,9 +216,7 @@ def load_archive(runs_dir: str | os.PathLike[str], strict: bool = False) -> Arch
                 continue
             folders.append((label_dir.name, run_dir))
 
-    workers = min(8, (os.cpu_count() or 1) + 2)
-    with ThreadPoolExecutor(max_workers=workers) as pool:
-        results = list(pool.map(lambda lf: _read_run(*lf), folders))
+    results, cached_keys = _read_runs(root, folders, cache)
     by_id: dict[str, list[_RunTables]] = {}
     for r in results:
         if isinstance(r, Problem):
@@ -230,7 +236,50 @@ def load_archive(runs_dir: str | os.PathLike[str], strict: bool = False) -> Arch
         more = f" (and {len(problems) - 3} more)" if len(problems) > 3 else ""
         raise ReporterError(f"--strict: {len(problems)} invalid run(s): {shown}{more}")
     valid.sort(key=lambda r: (r.label, r.run_id))
+    if cache and (any(not r.from_cache for r in valid) or {(r.label, r.run_id) for r in valid} != cached_keys):
+        _write_cache(root, valid)
     return _assemble(root, valid, sorted(problems, key=lambda p: p.path))
+
+
+def _read_runs(root: Path, folders: list[tuple[str, Path]], cache: bool) -> tuple[list["_RunTables | Problem"], set[tuple[str, str]]]:
+    """Every folder's run (from the cache when its files are unchanged) in ``folders``' order, and the cache's runs."""
+    cached = read_cache(root, _TABLES) if cache else {}
+    results: list[_RunTables | Problem | None] = [None] * len(folders)
+    todo: list[int] = []
+    prefix = str(root) + os.sep
+    for i, (label, folder) in enumerate(folders):
+        hit = cached.get((label, folder.name))
+        fp = fingerprint(folder) if cache else None
+        if hit is not None and fp is not None and hit.fingerprint == fp:
+            warnings = [Problem(prefix + path, reason) for path, reason in hit.warnings]
+            results[i] = _RunTables(label, folder.name, folder, hit.tables, warnings, fp, from_cache=True)
+        else:
+            todo.append(i)
+
+    def read(i: int) -> _RunTables | Problem:
+        label, folder = folders[i]
+        fp = fingerprint(folder) if cache else None  # before reading: a change made meanwhile reads again next time
+        r = _read_run(label, folder)
+        if isinstance(r, _RunTables):
+            r.fingerprint = fp
+        return r
+
+    workers = min(8, (os.cpu_count() or 1) + 2)
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        for i, r in zip(todo, pool.map(read, todo)):
+            results[i] = r
+    return results, set(cached)  # type: ignore[return-value]
+
+
+def _write_cache(root: Path, valid: list["_RunTables"]) -> None:
+    prefix = str(root) + os.sep
+    keep = []
+    for r in valid:
+        if r.fingerprint is None or not all(w.path.startswith(prefix) for w in r.warnings):
+            continue
+        keep.append(CachedRun(r.label, r.run_id, r.fingerprint, r.tables,
+                              [(w.path[len(prefix):], w.reason) for w in r.warnings]))
+    write_cache(root, _TABLES, keep)
 
 
 def _subfolders(folder: Path, problems: list[Problem]) -> list[Path]:
@@ -504,29 +553,39 @@ def _runs_table(valid: list[_RunTables], env: pd.DataFrame, cases: pd.DataFrame)
             value = value.where(value.notna() & (value != ""), get(section, key))
         runs[column] = value.astype(object).where(value.notna() & (value != ""), None)
 
-    # Device type from the cases (cuda, cpu); the run's --device request otherwise.
+    # Device type from the cases (cuda, cpu): the most common per run, the first in sort
+    # order of a tie (``Series.mode``); the run's --device request otherwise.
     if len(cases):
-        dev = cases.groupby("run_id", observed=True)["device"].agg(lambda s: s.mode().iloc[0]).astype(str)
-        runs["device_type"] = runs["run_id"].map(dev)
+        per = cases.groupby(["run_id", "device"], observed=True).size().reset_index(name="n")
+        per["device"] = per["device"].astype(str)
+        per = per.sort_values(["run_id", "n", "device"], ascending=[True, False, True]).drop_duplicates("run_id")
+        runs["device_type"] = runs["run_id"].map(dict(zip(per["run_id"].astype(str), per["device"])))
     else:
         runs["device_type"] = None
     device = runs["device_type"].where(runs["device_type"].notna(), get("run", "device")).astype(object)
     runs["device_type"] = device.where(device.notna() & (device != ""), None)
 
     if len(cases):
-        status = cases["status"].astype(str)
+        # Per (run, case): ok when every attempt is ok, failed when any failed; then counted per run.
+        run_code = cases["run_id"].cat.codes.to_numpy(np.int64)
+        case_code = cases["case_id"].cat.codes.to_numpy(np.int64)
+        status = cases["status"]
         per_case = pd.DataFrame(
             {
-                "run_id": cases["run_id"].astype(str),
-                "case_id": cases["case_id"].astype(str),
-                "ok": status == STATUS_OK,
-                "failed": status.isin(_FAILED),
+                "key": run_code * (int(case_code.max()) + 1) + case_code,
+                "ok": (status == STATUS_OK).to_numpy(bool),
+                "failed": status.isin(_FAILED).to_numpy(bool),
             }
-        ).groupby(["run_id", "case_id"]).agg(ok=("ok", "all"), failed=("failed", "any"))
-        counts = per_case.groupby(level="run_id").agg(
-            cases_ok=("ok", "sum"), cases_failed=("failed", "sum"), cases_total=("ok", "size")
+        ).groupby("key").agg(ok=("ok", "all"), failed=("failed", "any"))
+        run_of = per_case.index.to_numpy(np.int64) // (int(case_code.max()) + 1)
+        n = len(runs)
+        counts = pd.DataFrame(
+            {
+                "cases_ok": np.bincount(run_of, weights=per_case["ok"].to_numpy(), minlength=n).astype(int),
+                "cases_failed": np.bincount(run_of, weights=per_case["failed"].to_numpy(), minlength=n).astype(int),
+                "cases_total": np.bincount(run_of, minlength=n).astype(int),
+            }
         )
-        counts = counts.reindex(runs["run_id"]).fillna(0).astype(int).reset_index(drop=True)
     else:
         counts = pd.DataFrame({c: np.zeros(len(runs), dtype=int) for c in ("cases_ok", "cases_failed", "cases_total")})
     runs = pd.concat([runs, counts], axis=1)

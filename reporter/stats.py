@@ -120,6 +120,36 @@ class GroupedSummaries:
     n_units: np.ndarray
 
 
+def sort_within_groups(groups: ArrayLike, values: ArrayLike) -> np.ndarray:
+    """``np.lexsort((values, groups))``, the same permutation, faster on a run archive.
+
+    Samples are stored grouped (a case's process writes its samples together), so the
+    groups are sorted with a stable sort that is linear on sorted runs, and the values of
+    every group of one size are then sorted together as the rows of one matrix. Ties keep
+    their original order in both steps, as ``lexsort`` does. With many distinct group
+    sizes it is ``lexsort`` itself.
+    """
+    g = np.asarray(groups)
+    v = np.asarray(values)
+    n = g.size
+    if n < 2:
+        return np.arange(n, dtype=np.intp)
+    order = np.arange(n, dtype=np.intp) if bool(np.all(g[1:] >= g[:-1])) else np.argsort(g, kind="stable")
+    gs = g[order]
+    starts = np.flatnonzero(np.r_[True, gs[1:] != gs[:-1]])
+    sizes = np.diff(np.r_[starts, n])
+    distinct = np.unique(sizes)
+    if distinct.size > 64:
+        return np.lexsort((v, g))
+    vs = v[order]
+    out = order.copy()
+    for size in distinct[distinct > 1]:
+        idx = starts[sizes == size][:, None] + np.arange(size)
+        within = np.argsort(vs[idx], axis=1, kind="stable")
+        out[idx] = order[np.take_along_axis(idx, within, axis=1)]
+    return out
+
+
 def compute_grouped_summaries(
     values: ArrayLike,
     groups: ArrayLike,
@@ -181,7 +211,7 @@ def compute_grouped_summaries(
     if g.size and (g.min() < 0 or g.max() >= G):
         raise ValueError("group codes must lie in 0..n_groups-1")
 
-    order = np.lexsort((x, g))
+    order = sort_within_groups(g, x)
     xs = x[order]
     n = np.bincount(g, minlength=G)
     start = np.cumsum(n) - n

@@ -388,3 +388,19 @@ def test_adjusted_pvalues_are_valid_and_keep_the_order(p, method):
     assert np.all(adj >= raw - 1e-15) and np.all(adj <= 1.0)
     order = np.argsort(raw, kind="stable")
     assert np.all(np.diff(adj[order]) >= -1e-15)
+
+
+def test_sort_within_groups_is_lexsort() -> None:
+    from reporter.stats import sort_within_groups
+
+    rng = np.random.default_rng(17)
+    for trial in range(60):
+        n = int(rng.integers(0, 2000))
+        g = rng.integers(0, int(rng.integers(1, 300)), n)
+        if trial % 3 == 0:
+            g = np.sort(g)  # stored grouped, as an archive's samples are
+        v = rng.choice([1.0, 2.0, np.nan, 0.5, -0.0, 0.0, 3.3], n) if trial % 2 else rng.normal(size=n)
+        assert np.array_equal(sort_within_groups(g, v), np.lexsort((v, g))), trial
+    g = np.repeat(np.arange(500), rng.integers(1, 200, 500))  # more distinct sizes than the row sorts take
+    v = rng.normal(size=g.size)
+    assert np.array_equal(sort_within_groups(g, v), np.lexsort((v, g)))

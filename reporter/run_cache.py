@@ -1,0 +1,142 @@
+"""A rebuildable cache of each run's validated tables, kept apart from the recorded files.
+
+Reading a run means reading three to four Parquet files and checking them (schema,
+metrics and units, one row per attempt, samples for every ok attempt, redaction, the
+legacy case ids): about 25 ms a run on a loaded 2-core machine, 25 s for 1,000 runs. An
+archive grows by a few runs a night, so ``load_archive`` keeps what it read of every
+valid run in ``<archive>/.cache/reporter-v<FORMAT>/`` and, next time, reads again only
+the runs whose files changed (or that are new):
+
+* ``index.json``: the format, the reporter's version, and per run its label, id, the
+  fingerprint of its folder (name, size, inode, mtime and ctime of every file in it,
+  ``parts/`` included), the warnings its loading gave, and its rows in each table;
+* ``environment.parquet``, ``cases.parquet``, ``samples.parquet``, ``gpu_state.parquet``:
+  the runs' tables one after the other, as ``_read_run`` returned them.
+
+The cache is derived data: the recorded files are never written, a hidden folder is
+never read as a run, and a cache that does not read, does not match its index, or was
+written by another format or reporter version is ignored and written anew. A folder
+that cannot be written to (a read-only archive) only costs the next load its speed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+CACHE_DIR = ".cache"
+FORMAT = 1  # bump when what _read_run returns (or how it is stored here) changes
+
+
+def _reporter_version() -> str:
+    try:
+        from importlib.metadata import version
+
+        return version("imagebench")
+    except Exception:  # not installed (run from a checkout): the format alone keys the cache
+        return "unknown"
+
+
+def cache_folder(root: Path) -> Path:
+    return root / CACHE_DIR / f"reporter-v{FORMAT}"
+
+
+def fingerprint(folder: Path) -> list[list[Any]] | None:
+    """Name, size, inode, mtime and ctime of every file under ``folder`` (sorted); None if it cannot be listed."""
+    out: list[list[Any]] = []
+    try:
+        stack = [(folder, "")]
+        while stack:
+            where, prefix = stack.pop()
+            with os.scandir(where) as entries:
+                for e in entries:
+                    st = e.stat(follow_symlinks=True)
+                    name = prefix + e.name
+                    if e.is_dir(follow_symlinks=True):
+                        stack.append((Path(e.path), name + "/"))
+                    else:
+                        out.append([name, st.st_size, st.st_ino, st.st_mtime_ns, st.st_ctime_ns])
+    except OSError:
+        return None
+    out.sort()
+    return out
+
+
+@dataclass
+class CachedRun:
+    """One run as the cache holds it: its tables (slices of the cached ones), warnings and fingerprint."""
+
+    label: str
+    run_id: str
+    fingerprint: list[list[Any]]
+    tables: dict[str, pa.Table]
+    warnings: list[tuple[str, str]]  # (path relative to the archive root, reason)
+
+
+def read_cache(root: Path, kinds: tuple[str, ...]) -> dict[tuple[str, str], CachedRun]:
+    """The cached runs of ``root`` by (label, run_id); empty when there is no usable cache."""
+    folder = cache_folder(root)
+    try:
+        index = json.loads((folder / "index.json").read_text(encoding="utf-8"))
+        if index.get("format") != FORMAT or index.get("reporter") != _reporter_version():
+            return {}
+        tables = {k: pq.read_table(folder / k) for k in kinds}
+        out: dict[tuple[str, str], CachedRun] = {}
+        for entry in index["runs"]:
+            parts = {}
+            for k in kinds:
+                start, n = entry["rows"][k]
+                if start < 0 or n < 0 or start + n > tables[k].num_rows:
+                    return {}
+                parts[k] = tables[k].slice(start, n)
+            out[(entry["label"], entry["run_id"])] = CachedRun(
+                entry["label"], entry["run_id"], entry["fingerprint"], parts, [tuple(w) for w in entry["warnings"]]
+            )
+        return out
+    except Exception:  # missing, corrupt, or of another layout: rebuilt, never trusted
+        return {}
+
+
+def write_cache(root: Path, kinds: tuple[str, ...], runs: list[CachedRun]) -> None:
+    """Write ``runs`` as the cache of ``root`` (atomically: a reader sees the old cache or the new one)."""
+    folder = cache_folder(root)
+    if not runs:
+        return
+    try:
+        folder.parent.mkdir(exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f".reporter-v{FORMAT}.", dir=folder.parent))
+    except OSError:
+        return
+    try:
+        entries, offsets = [], dict.fromkeys(kinds, 0)
+        for r in runs:
+            rows = {}
+            for k in kinds:
+                rows[k] = [offsets[k], r.tables[k].num_rows]
+                offsets[k] += r.tables[k].num_rows
+            entries.append({"label": r.label, "run_id": r.run_id, "fingerprint": r.fingerprint,
+                            "warnings": [list(w) for w in r.warnings], "rows": rows})
+        for k in kinds:
+            table = pa.concat_tables([r.tables[k] for r in runs]).unify_dictionaries()
+            pq.write_table(table, tmp / k, compression="zstd")
+        index = {"format": FORMAT, "reporter": _reporter_version(), "runs": entries}
+        (tmp / "index.json").write_text(json.dumps(index), encoding="utf-8")
+        old = None
+        if folder.exists():
+            old = folder.with_name(tmp.name + ".old")
+            folder.rename(old)
+        tmp.rename(folder)
+        tmp = old  # what is left to remove
+    except Exception:  # a full disk, a permission: the cache is only an optimisation
+        pass
+    finally:
+        if tmp is not None and tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
