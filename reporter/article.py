@@ -321,7 +321,7 @@ def _block(workload: str, rows: list[CaseRow], df: pd.DataFrame, units: Mapping[
     derived = tuple(d for d in _derived(workload, rows, df, units, t, sides) if d.rows)
     return Block(
         workload=workload, title=title, rows=tuple(rows), derived=derived,
-        charts=tuple(c for c in (_scaling_chart(workload, rows, df, t),) if c is not None),
+        charts=tuple(c for c in (_scaling_chart(workload, rows, df, t, _stack_names(sides)),) if c is not None),
         has_latency=any(r.latency[0] or r.latency[1] for r in rows),
         has_peak=any(rate is not None and rate.peak_fraction is not None for r in rows if r.main for rate in r.rates),
     )
@@ -334,7 +334,19 @@ def _ratio_chart(key: str, rows: list[CaseRow], t: Catalogue) -> ChartData:
                      x_title=t.plain("chart.ratio_axis"))
 
 
-def _scaling_chart(workload: str, rows: list[CaseRow], df: pd.DataFrame, t: Catalogue) -> ChartData | None:
+def _stack_names(sides: Mapping[str, Archive] | None) -> dict[str, str]:
+    """The name each side's stack goes by in a chart legend: its label(s); when both sides
+    are one label (an A/A pair), the label with the run it came from."""
+    if not sides:
+        return {}
+    names = {role: " / ".join(_distinct(a.runs["label"])) for role, a in sides.items()}
+    if len(set(names.values())) < len(names):
+        names = {role: f"{names[role]} @ {' / '.join(_distinct(a.runs['run_id']))[:15]}" for role, a in sides.items()}
+    return names
+
+
+def _scaling_chart(workload: str, rows: list[CaseRow], df: pd.DataFrame, t: Catalogue,
+                   stacks: Mapping[str, str] | None = None) -> ChartData | None:
     """Medians along the parameter that varies (size, GPUs, workers, batch): one line per side and variant.
 
     Along a parallelism axis the curve shows throughput (measured, or items per step over
@@ -367,9 +379,10 @@ def _scaling_chart(workload: str, rows: list[CaseRow], df: pd.DataFrame, t: Cata
             med, lo, hi = value.value, value.low, value.high
             if derived:
                 med, lo, hi = items[r.case_id] / med, items[r.case_id] / hi, items[r.case_id] / lo
-            series = t.plain(f"side.{role}") + (f" · {variant}" if variant else "")
+            stack = (stacks or {}).get(role) or t.plain(f"side.{role}")
+            series = stack + (f" · {variant}" if variant else "")
             points.append({"x": p[axis], "y": med, "y_low": lo, "y_high": hi, "series": series,
-                           "stack": t.plain(f"side.{role}"), "variant": variant})
+                           "stack": stack, "variant": variant})
     points.sort(key=lambda d: (d["series"], d["x"]))
     unit = primary[0].unit if measured else (_per_second(t, items_unit) if derived else "s")
     axis_name = t.plain(f"axis.{axis}") if t.has(f"axis.{axis}") else axis
@@ -377,7 +390,8 @@ def _scaling_chart(workload: str, rows: list[CaseRow], df: pd.DataFrame, t: Cata
     title_key = "chart.scaling_items_title" if as_rate else "chart.scaling_time_title"
     name = t.plain(f"workload_name.{workload}") if t.has(f"workload_name.{workload}") else workload
     return ChartData("lines", t.plain(title_key, workload=name, axis=axis_name), tuple(points), x_title=axis_name,
-                     y_title=y_title, log_x=axis not in PARALLEL_PARAMS, log_y=not as_rate, unit=unit)
+                     y_title=y_title, log_x=axis not in PARALLEL_PARAMS, log_y=not as_rate, unit=unit,
+                     stacks=tuple((stacks or {}).get(r) or t.plain(f"side.{r}") for r in ("baseline", "candidate")))
 
 
 # ---- derived figures ------------------------------------------------------------------------------

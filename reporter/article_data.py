@@ -142,6 +142,7 @@ class ChartData:
     log_x: bool = False
     log_y: bool = False
     unit: str = ""  # the unit of y for the chart's data table
+    stacks: tuple[str, ...] = ()  # the stacks the points name in ``stack``, baseline first (one colour each)
 
 
 @dataclass(frozen=True)

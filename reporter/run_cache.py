@@ -4,8 +4,10 @@ Reading a run means reading three to four Parquet files and checking them (schem
 metrics and units, one row per attempt, samples for every ok attempt, redaction, the
 legacy case ids): about 25 ms a run on a loaded 2-core machine, 25 s for 1,000 runs. An
 archive grows by a few runs a night, so ``load_archive`` keeps what it read of every
-valid run in ``<archive>/.cache/reporter-v<FORMAT>/`` and, next time, reads again only
-the runs whose files changed (or that are new):
+valid run in a cache folder of its own, outside the archive (which a build never writes:
+``$IMAGEBENCH_CACHE``, else ``$XDG_CACHE_HOME/imagebench``, else ``~/.cache/imagebench``,
+then ``reporter-v<FORMAT>/<hash of the archive's resolved path>/``) and, next time, reads
+again only the runs whose files changed (or that are new):
 
 * ``index.json``: the format, the reporter's version, and per run its label, id, the
   fingerprint of its folder (name, size, inode, mtime and ctime of every file in it,
@@ -21,6 +23,7 @@ that cannot be written to (a read-only archive) only costs the next load its spe
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -32,7 +35,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-CACHE_DIR = ".cache"
+CACHE_DIR = ".cache"  # the folder name the loader skips inside an archive (an older reporter kept its cache there)
 FORMAT = 1  # bump when what _read_run returns (or how it is stored here) changes
 
 
@@ -45,8 +48,18 @@ def _reporter_version() -> str:
         return "unknown"
 
 
+def cache_base() -> Path:
+    """Where every archive's cache lives: ``$IMAGEBENCH_CACHE``, else the user's cache folder."""
+    explicit = os.environ.get("IMAGEBENCH_CACHE")
+    if explicit:
+        return Path(explicit)
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "imagebench"
+
+
 def cache_folder(root: Path) -> Path:
-    return root / CACHE_DIR / f"reporter-v{FORMAT}"
+    """The cache of the archive at ``root``: one folder per archive, never inside it."""
+    key = hashlib.sha256(str(Path(root).resolve()).encode("utf-8", "surrogateescape")).hexdigest()[:20]
+    return cache_base() / f"reporter-v{FORMAT}" / key
 
 
 def fingerprint(folder: Path) -> list[list[Any]] | None:

@@ -125,7 +125,7 @@ class ArticleView:
             return ChartView(data.title, spec, None, f"c{number:03d}")
         spec = chart_lines(list(data.points), x_title=data.x_title, y_title=data.y_title, log_x=data.log_x, log_y=data.log_y,
                            y_unit=data.unit if data.unit in ("s", "bytes") else None,
-                           stacks=(t.plain("side.baseline"), t.plain("side.candidate")))
+                           stacks=data.stacks or (t.plain("side.baseline"), t.plain("side.candidate")))
         table = Table([Column(data.x_title), col(t, "series"), col(t, "median", "value", True),
                        col(t, "ci", "markup", True)], css="ib-details")
         table.rows = [[str(p["x"]), p["series"], (p["y"], data.unit), _ci_text(((p["y_low"], p["y_high"]), data.unit))]

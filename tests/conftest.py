@@ -30,3 +30,15 @@ def run_cli():
         )
 
     return run
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _own_cache_folder(tmp_path_factory: pytest.TempPathFactory):
+    """The reporter's caches (runs, object-store mirrors) of this test session, in a folder of its own."""
+    previous = os.environ.get("IMAGEBENCH_CACHE")
+    os.environ["IMAGEBENCH_CACHE"] = str(tmp_path_factory.mktemp("imagebench-cache"))
+    yield
+    if previous is None:
+        os.environ.pop("IMAGEBENCH_CACHE", None)
+    else:
+        os.environ["IMAGEBENCH_CACHE"] = previous

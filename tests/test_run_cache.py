@@ -48,7 +48,7 @@ def _count_reads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
 def test_an_unchanged_archive_is_read_from_the_cache(archive: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     cold = load_archive(archive, cache=False)
-    assert not (archive / run_cache.CACHE_DIR).exists()  # cache=False writes nothing
+    assert not run_cache.cache_folder(archive).exists()  # cache=False writes nothing
     first = load_archive(archive)
     assert (run_cache.cache_folder(archive) / "index.json").is_file()
     reads = _count_reads(monkeypatch)
