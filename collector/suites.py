@@ -57,7 +57,7 @@ SUITES: dict[str, Suite] = {
         ),
         Suite(
             "quick",
-            "the seeds' headline cases at full size on one GPU, a few minutes",
+            "the published write-ups' headline cases at full size on one GPU, a few minutes",
             MICRO + END_TO_END,
             TimingPolicy(warmup_s=0.05, min_warmup=2, min_block_s=0.005, min_samples=10, max_samples=100, target_rel_ci=0.02, budget_s=0.6),
         ),

@@ -25,7 +25,7 @@ RESULT_PREFIX = "@@imagebench-child "
 GPU_LEVELS = ("quick", "standard", "full")
 
 # BERT sizes. "base" is BertConfig()'s defaults (BERT-base: 12 layers, hidden 768, 110M
-# parameters), the MRPC fine-tuning model of the seeds. "mini" and "tiny" exist only so the
+# parameters), the MRPC fine-tuning model of the published write-ups. "mini" and "tiny" exist only so the
 # CPU suites finish on two cores; their names say they are not BERT-base.
 BERT_CONFIGS: dict[str, dict[str, int]] = {
     "bert-base": {},
@@ -217,7 +217,7 @@ def image_training(
     net = net.to(memory_format=memory_format)
     net.train()
     forward = torch.compile(net) if compile_model else net
-    # lr and momentum of the seeds' ResNet-50 recipe; random data, so convergence is moot.
+    # lr and momentum of the published write-ups' ResNet-50 recipe; random data, so convergence is moot.
     optimizer = torch.optim.SGD(net.parameters(), lr=0.001, momentum=0.9)
     if next_batch is None:
         x = torch.randn(batch, 3, image_size, image_size, device=ctx.device).contiguous(memory_format=memory_format)

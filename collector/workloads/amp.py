@@ -25,7 +25,7 @@ def cases(suite: str, device: DeviceInfo) -> list[dict[str, Any]]:
     # fp16 stays listed on the CPU so that the run records why it was not measured.
     out = [{**m, "precision": p} for m in models for p in PRECISIONS]
     if at_least(level, "standard"):
-        # bf16 in NCHW, the seeds' layout: tensor cores want channels_last, and this shows the cost.
+        # bf16 in NCHW, the published write-ups' layout: tensor cores want channels_last, and this shows the cost.
         out.append({**models[0], "precision": "bf16", "channels_last": False})
     return out
 
@@ -53,7 +53,7 @@ WORKLOAD = Workload(
         "reserved GPU memory over the steps are recorded, so the speedup and the memory saved by each"
         " precision are derived at report time against the FP32 case with the same parameters. The "
         "full suite adds BERT-base at batch 32; the standard and full suites add bf16 ResNet-50 in "
-        "the NCHW layout of the seeds' code, which tensor cores run far slower. On the CPU, fp32 and "
+        "the NCHW layout of the published write-ups' code, which tensor cores run far slower. On the CPU, fp32 and "
         "bf16 run at small sizes and fp16 is recorded as skipped with the reason."
     ),
     cases=cases,

@@ -1,4 +1,4 @@
-"""BERT sequence-classification training steps (the seeds' MRPC fine-tuning shape)."""
+"""BERT sequence-classification training steps (the published write-ups' MRPC fine-tuning shape)."""
 
 from __future__ import annotations
 
@@ -39,7 +39,7 @@ WORKLOAD = Workload(
         "transformers' BertForSequenceClassification is built from BertConfig() (BERT-base: 12 "
         "layers, hidden size 768, two labels as in GLUE MRPC) with random weights; nothing is "
         "downloaded. Each step feeds the same random token ids (batch 8, sequence length 128, the "
-        "MRPC fine-tuning shape of the seeds; larger shapes in the standard and full suites) with "
+        "MRPC fine-tuning shape of the published write-ups; larger shapes in the standard and full suites) with "
         "an all-ones attention mask and random labels, and runs forward, loss, backward and an "
         "AdamW update (lr 2e-5) in FP32. After warm-up, every whole step is timed on its own with "
         "the host clock after a device synchronisation, until the 95% CI of the median is narrow "

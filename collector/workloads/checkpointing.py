@@ -72,7 +72,7 @@ WORKLOAD = Workload(
         "4096, batch 8 x sequence 512, FP32; the full suite adds sequence 1024 under bf16 autocast) "
         "trains with SGD on a fixed random input, once storing all activations and once wrapping "
         "every layer in torch.utils.checkpoint.checkpoint(use_reentrant=False), which keeps each "
-        "layer's input only and recomputes the rest during backward (the seeds' "
+        "layer's input only and recomputes the rest during backward (the published write-ups' "
         "gradient-checkpointing advice). After warm-up each whole step is timed on its own with the "
         "host clock after a device synchronisation, and peak allocated and reserved GPU memory are "
         "recorded, so memory saved and time paid are derived at report time against the case without "

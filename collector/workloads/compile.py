@@ -97,7 +97,7 @@ WORKLOAD = Workload(
     method=(
         "Each model is trained twice with the same parameters, differing only in mode: eager, and "
         "torch.compile(model) with the default inductor backend and mode (the optimizer step stays "
-        "eager, as in the seeds). ResNet-50 (224x224, batch 256, channels_last) and BERT-base (batch "
+        "eager, as in the published write-ups). ResNet-50 (224x224, batch 256, channels_last) and BERT-base (batch "
         "8, sequence 128) train under bf16 autocast on GPUs that support it. On GPUs this runs in the"
         " standard and full suites only: a cold compile of ResNet-50 alone takes 45 to 65 s on an "
         "H200, more than the quick suite's budget. The CPU suites compile a tiny two-layer CNN only, "

@@ -135,7 +135,7 @@ WORKLOAD = Workload(
         "its share of GPU memory (torch.cuda.set_per_process_memory_fraction, 0.9/6). Each task loads"
         " its model and warms up, then all start at the same instant and run synchronous requests for"
         " a fixed duration (5 s; standard and full suites). Recorded: tasks_ok, the number of tasks "
-        "that finished without error (the seeds' success rate); the aggregate throughput in images/s,"
+        "that finished without error (the published write-ups' success rate); the aggregate throughput in images/s,"
         " one sample per 0.5 s window, summing the requests every task completed in that window; and "
         "each task's peak allocated and reserved GPU memory. Errors of failed tasks are kept in the "
         "case's notes. The CPU suites run 2 tasks of a ResNet-18 on 64x64 images, with the cores "

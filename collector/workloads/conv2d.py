@@ -1,4 +1,4 @@
-"""3x3 convolution, forward and forward+backward, NCHW and channels_last (seeds' 2.2)."""
+"""3x3 convolution, forward and forward+backward, NCHW and channels_last (the published write-ups' 2.2)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import Any, Mapping
 from collector.workloads import DeviceInfo, Workload
 from collector.workloads._common import DTYPE_BYTES, Precision, torch_dtype
 
-# (batch, channels, height/width): the seeds' 16x64x224x224 on a GPU, smaller on a CPU.
+# (batch, channels, height/width): the published write-ups' 16x64x224x224 on a GPU, smaller on a CPU.
 SHAPES = {"smoke": (2, 8, 16), "cpu": (4, 32, 56), "gpu": (16, 64, 224)}
 
 
@@ -69,7 +69,7 @@ WORKLOAD = Workload(
     family="basic",
     title="2-D convolution, 3x3, same channels in and out",
     method=(
-        "A bias-free `nn.Conv2d(C, C, 3, padding=1)` on a random batch (16x64x224x224 on a GPU, as in the seeds; "
+        "A bias-free `nn.Conv2d(C, C, 3, padding=1)` on a random batch (16x64x224x224 on a GPU, as in the published write-ups; "
         "4x32x56x56 on the CPU), forward alone under `no_grad` and forward plus backward, in NCHW and "
         "`channels_last` layouts, with `cudnn.benchmark` on so the warm-up picks the algorithm. "
         "`fp32` runs at the stack's own defaults (cuDNN's TF32 default included), `fp32-strict` with TF32 off, `tf32` with it on; "

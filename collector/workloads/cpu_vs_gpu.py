@@ -1,4 +1,4 @@
-"""The same float32 matmul on the host CPU and on the GPU (seeds' CPU-versus-GPU table)."""
+"""The same float32 matmul on the host CPU and on the GPU (the published write-ups' CPU-versus-GPU table)."""
 
 from __future__ import annotations
 

@@ -27,7 +27,7 @@ def cases(suite: str, device: DeviceInfo) -> list[dict[str, Any]]:
         return [dict(shape="cifar", batch=64, num_workers=w, pin_memory=False, model="none") for w in workers]
     _, _, batch = SHAPES["cifar"]
     pins = (True,) if level == "quick" else (False, True)
-    # quick: no workers against a few (the seeds' 0 and 4); standard and full: the whole grid.
+    # quick: no workers against a few (the published write-ups' 0 and 4); standard and full: the whole grid.
     grid = workers if at_least(level, "standard") else [w for w in workers if w in (0, 4)] or workers
     out = [dict(shape="cifar", batch=batch, num_workers=w, pin_memory=p, model="resnet18") for w in grid for p in pins]
     if at_least(level, "full"):
@@ -184,7 +184,7 @@ WORKLOAD = Workload(
         " one sample of samples per second delivered to the device (metric throughput), until the 95%"
         " CI of the median is narrow or the budget is spent. While it runs, GPU utilisation is "
         "sampled every 0.2 s through NVML (torch.cuda.utilization, needs pynvml; at least 2 s of "
-        "samples), the figure the seeds quote as 45% to 82%."
+        "samples), the figure the published write-ups quote as 45% to 82%."
     ),
     cases=cases,
     run=run,

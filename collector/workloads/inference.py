@@ -61,7 +61,7 @@ WORKLOAD = Workload(
     title="ResNet-50 inference latency (batch 1 to 64)",
     method=(
         "torchvision's ResNet-50 with random weights runs in eval mode under torch.inference_mode on "
-        "a fixed random batch of 224x224 images, at batch sizes 1, 16, 32 and 64 (the seeds' sizes; "
+        "a fixed random batch of 224x224 images, at batch sizes 1, 16, 32 and 64 (the published write-ups' sizes; "
         "bf16 at 1 and 64 only in the quick suite), in FP32 (NCHW) and with weights and inputs in "
         "bfloat16 and channels_last layout, cuDNN's autotuner at its default (off). Every sample is "
         "one request: one forward pass of one batch, timed with the host clock from a synchronised "

@@ -1,4 +1,4 @@
-"""Square matrix multiply by size and dtype (the seeds' section 2.1)."""
+"""Square matrix multiply by size and dtype (the published write-ups' section 2.1)."""
 
 from __future__ import annotations
 

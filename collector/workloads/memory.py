@@ -1,4 +1,4 @@
-"""Memory-bound ops: clone and broadcast add, 1M to 256M elements (seeds' 2.3)."""
+"""Memory-bound ops: clone and broadcast add, 1M to 256M elements (the published write-ups' 2.3)."""
 
 from __future__ import annotations
 

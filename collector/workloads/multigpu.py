@@ -132,7 +132,7 @@ def _single_node_cases(suite: str, device: DeviceInfo, nproc: int | None) -> lis
     else:
         ks = replica_counts(n)
     out = [dict(mode="ddp", replicas=k, **gpu) for k in ks]
-    if n >= 2:  # DataParallel as the seeds use it; its 1-GPU case is the baseline of its scaling
+    if n >= 2:  # DataParallel as the published write-ups use it; its 1-GPU case is the baseline of its scaling
         out += [dict(mode="dp", replicas=k, **gpu) for k in ks]
     return out
 
@@ -293,7 +293,7 @@ WORKLOAD = Workload(
         "rank 0 records the case's step time, and every other node records the same steps as seen "
         "by its first rank as `wall_time`, with its own fingerprint; a process group that loses a "
         "peer fails the case on every node within 300 s and the run goes on. With two or "
-        "more GPUs, nn.DataParallel cases (as in the seeds) time the same step in the worker process,"
+        "more GPUs, nn.DataParallel cases (as in the published write-ups) time the same step in the worker process,"
         " the batch split over k GPUs. The global batch is stored as the work, so throughput and the "
         "scaling efficiency (throughput at k over k times throughput at 1) are derived at report "
         "time. The cases run in one worker process: each starts k processes of its own."

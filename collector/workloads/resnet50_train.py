@@ -22,7 +22,7 @@ def cases(suite: str, device: DeviceInfo) -> list[dict[str, Any]]:
         # The ImageNet shape costs seconds a step on two cores: the CPU suite keeps CIFAR-10's.
         return [{**cifar, "batch": 8}, {**real, "batch": 8, "loader_workers": min(2, device.cpu_count)}]
     # channels_last on GPUs: the layout tensor cores run convolutions in (the H200 reference's
-    # 3,100 img/s FP32 is channels_last; NCHW, as the seeds' code has it, reads 2,200).
+    # 3,100 img/s FP32 is channels_last; NCHW, as the published write-ups' code has it, reads 2,200).
     cl = dict(channels_last=True)
     out = [{**cifar, **cl, "batch": 128}, {**imagenet, **cl, "batch": 256}]
     if at_least(level, "standard"):
@@ -36,7 +36,7 @@ def cases(suite: str, device: DeviceInfo) -> list[dict[str, Any]]:
 def cifar10_batches(
     ctx: Any, batch: int, workers: int, channels_last: bool = False
 ) -> tuple[Callable[[], Any], Callable[[], None]]:
-    """Batches of the real CIFAR-10 training set, as the seeds load it (ToTensor, Normalize).
+    """Batches of the real CIFAR-10 training set, as the published write-ups load it (ToTensor, Normalize).
 
     Reads torchvision's format (``cifar-10-batches-py``) from ``ctx.data_dir`` or
     ``ctx.data_dir/cifar10``; never downloads. Skips the case when it is not there.
@@ -130,7 +130,7 @@ WORKLOAD = Workload(
         "downloaded; skipped when absent) through a DataLoader with ToTensor and Normalize, so its "
         "step includes waiting for the next batch. On GPUs model and inputs use the channels_last "
         "layout, which tensor cores need (the H200 reference's 3,100 img/s); the standard suite adds "
-        "the NCHW layout of the seeds' code. cuDNN's autotuner stays at its default (off). After "
+        "the NCHW layout of the published write-ups' code. cuDNN's autotuner stays at its default (off). After "
         "warm-up steps (5 on a GPU) every whole step (zero_grad, forward, loss, backward, optimizer "
         "step) is timed on its own with the host clock after a device synchronisation, until the 95% "
         "CI of the median is narrow or the suite's time budget is spent. Peak allocated and reserved "
