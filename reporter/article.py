@@ -71,7 +71,7 @@ from reporter.confounders import (
 from reporter.labels import block_heading, case_label, distinct_labels, host_label, params_of
 from reporter.load import Archive
 from reporter.messages import Catalogue, catalogue
-from reporter.paths import article_page, run_page
+from reporter.paths import article_page, distinct, run_page
 from reporter.scaling import WITHIN_UNIT, ScalingEfficiency, compute_scaling_table
 from reporter.stats import Geomean, compute_comparison, compute_percentiles
 
@@ -135,8 +135,8 @@ def compute_article(
     recorded = _recorded_families(archive)
     families = {**families, **recorded}
     fps = {role: _fingerprint(a) for role, a in sides.items()}
-    devices = {role: _distinct(a.runs["device_name"]) for role, a in sides.items()}
-    device = ", ".join(_distinct(devices["baseline"] + devices["candidate"])) or "?"
+    devices = {role: distinct(a.runs["device_name"]) for role, a in sides.items()}
+    device = ", ".join(distinct(devices["baseline"] + devices["candidate"])) or "?"
     rows_df = _contract_rows(c, families)
     rows_df = rows_df[~rows_df["metric"].isin(HIDDEN_METRICS)].reset_index(drop=True)
     # Per case: what other than the stack could explain a difference (precision in effect, GPU state).
@@ -149,7 +149,7 @@ def compute_article(
 
     confounders = _confounders(fps["baseline"], fps["candidate"])
     cross_device = devices["baseline"] != devices["candidate"] or \
-        _distinct(sides["baseline"].runs["device_type"]) != _distinct(sides["candidate"].runs["device_type"])
+        distinct(sides["baseline"].runs["device_type"]) != distinct(sides["candidate"].runs["device_type"])
 
     sections = _sections(rows, rows_df, units, sides, spec, t, cache, lang)
     geomeans = dict(c.geomeans)
@@ -339,9 +339,9 @@ def _stack_names(sides: Mapping[str, Archive] | None) -> dict[str, str]:
     are one label (an A/A pair), the label with the run it came from."""
     if not sides:
         return {}
-    names = {role: " / ".join(_distinct(a.runs["label"])) for role, a in sides.items()}
+    names = {role: " / ".join(distinct(a.runs["label"])) for role, a in sides.items()}
     if len(set(names.values())) < len(names):
-        names = {role: f"{names[role]} @ {' / '.join(_distinct(a.runs['run_id']))[:15]}" for role, a in sides.items()}
+        names = {role: f"{names[role]} @ {' / '.join(distinct(a.runs['run_id']))[:15]}" for role, a in sides.items()}
     return names
 
 
@@ -717,10 +717,10 @@ def _method(sides: Mapping[str, Archive], fps: Mapping[str, Mapping[tuple[str, s
         ok = cases[cases["status"] == "ok"]
         per = ok.groupby(ok["timing"].astype(str))["case_id"].nunique()
         timers = [(str(m), int(n)) for m, n in per.items() if n]
-    suites = _distinct(fps["baseline"].get(("run", "suite"), []) + fps["candidate"].get(("run", "suite"), []))
+    suites = distinct(fps["baseline"].get(("run", "suite"), []) + fps["candidate"].get(("run", "suite"), []))
     # The policy each run recorded (run.policy); older runs fall back to their suite's current one.
     policies = []
-    for text in _distinct(fps["baseline"].get(("run", "policy"), []) + fps["candidate"].get(("run", "policy"), [])):
+    for text in distinct(fps["baseline"].get(("run", "policy"), []) + fps["candidate"].get(("run", "policy"), [])):
         try:
             policies.append((", ".join(suites) or "?", TimingPolicy(**json.loads(text))))
         except (ValueError, TypeError):
@@ -921,17 +921,6 @@ def _unit(t: Catalogue, unit: str) -> str:
 
 def _metric_name(t: Catalogue, metric: str) -> str:
     return t.plain(f"metric.{metric}") if t.has(f"metric.{metric}") else metric
-
-
-def _distinct(values: Iterable[Any]) -> list[str]:
-    out: list[str] = []
-    for v in values:
-        if v is None or (isinstance(v, float) and v != v):
-            continue
-        s = str(v)
-        if s and s not in out:
-            out.append(s)
-    return out
 
 
 def _positive(value: Any) -> bool:

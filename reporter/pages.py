@@ -18,7 +18,7 @@ from reporter.charts import chart_lines
 from reporter.compare import Comparison
 from reporter.config import DeviceClass
 from reporter.load import Archive
-from reporter.paths import label_page, relpath, run_page
+from reporter.paths import distinct, label_page, relpath, run_page
 from reporter.render import Messages
 from reporter.tables import Column
 from reporter.tables import Table as TableView
@@ -38,18 +38,6 @@ def _date(value: Any) -> str | None:
     if value is None or pd.isna(value):
         return None
     return pd.Timestamp(value).strftime("%Y-%m-%d %H:%M UTC")
-
-
-def distinct(values: Any) -> list[str]:
-    """Distinct non-empty values as strings, in first-seen order."""
-    out: list[str] = []
-    for v in values:
-        if v is None or (isinstance(v, float) and v != v):
-            continue
-        s = str(v)
-        if s and s not in out:
-            out.append(s)
-    return out
 
 
 def joined(values: Sequence[str]) -> str | None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import posixpath
 import re
+from typing import Any
 
 from collector.schema import is_valid_run_id
 
@@ -38,3 +39,15 @@ def article_page(spec_slug: str) -> str:
 def relpath(from_page: str, to: str) -> str:
     """The link from the page at ``from_page`` to ``to`` (both relative to the site root)."""
     return posixpath.relpath(to, posixpath.dirname(from_page) or ".")
+
+
+def distinct(values: Any) -> list[str]:
+    """Distinct non-empty values as strings, in first-seen order."""
+    out: list[str] = []
+    for v in values:
+        if v is None or (isinstance(v, float) and v != v):
+            continue
+        s = str(v)
+        if s and s not in out:
+            out.append(s)
+    return out
