@@ -424,20 +424,67 @@ def _device_names(side: Archive) -> set[str]:
     return {str(x) for x in side.runs["device_name"].dropna()}
 
 
+def run_methods(archive: Archive) -> dict[str, str]:
+    """Per run id: the measurement method it was recorded with.
+
+    Two runs share a method when they share the collector's timing method (the run entry
+    ``timing_method``, recorded since it exists; else the collector's git commit, the
+    finest thing older runs recorded) and the suite's timing policy. Runs of one label
+    recorded by different timers differ by the method as well as by chance, so the
+    run-to-run variance borrowed for a one-run side is estimated within methods only.
+    """
+    env = archive.environment
+    if env.empty:
+        return {}
+    keys = {("run", "timing_method"): "timing", ("imagebench", "git_commit"): "commit", ("run", "policy"): "policy"}
+    section, key = env["section"].astype(str), env["key"].astype(str)
+    wanted = np.zeros(len(env), dtype=bool)
+    for sec, k in keys:
+        wanted |= ((section == sec) & (key == k)).to_numpy()
+    rows = env[wanted]
+    found: dict[str, dict[str, str]] = {}
+    for run_id, sec, k, value in zip(rows["run_id"].astype(str), rows["section"].astype(str),
+                                     rows["key"].astype(str), rows["value"].astype(str)):
+        found.setdefault(run_id, {})[keys[(sec, k)]] = value
+    out = {}
+    for run_id in archive.runs["run_id"].astype(str):
+        f = found.get(run_id, {})
+        method = f"timing={f['timing']}" if f.get("timing") else f"commit={f.get('commit', '')}"
+        out[run_id] = f"{method};policy={f.get('policy', '')}"
+    return out
+
+
 def _borrow_pool(archive: Archive, sides: dict[str, Archive]) -> pd.DataFrame:
-    """Units of every label with two or more runs recorded on the compared sides' devices."""
+    """Units of every (label, method) with two or more runs on the compared sides' devices,
+    among the runs recorded with a method of the compared runs (``run_methods``).
+
+    The ``label`` column of the result names the label and the method, so variance is
+    pooled only between runs measured the same way.
+    """
     devices = _device_names(sides["baseline"]) | _device_names(sides["candidate"])
     runs = archive.runs
     same = runs[runs["device_name"].astype(str).isin(devices)] if devices else runs.iloc[0:0]
-    per_label = same.groupby(same["label"].astype(str))["run_id"].nunique()
-    labels = set(per_label[per_label >= 2].index)
-    if not labels:
+    if same.empty:
         return pd.DataFrame()
-    keep = same[same["label"].astype(str).isin(labels)]
+    methods = run_methods(archive)
+    # Only runs measured the way the compared runs were measured say how far such runs move.
+    compared = {methods.get(r, "") for side in sides.values() for r in side.runs["run_id"].astype(str)}
+    same = same[same["run_id"].astype(str).map(methods).fillna("").isin(compared)]
+    group = same["label"].astype(str) + "\x1f" + same["run_id"].astype(str).map(methods).fillna("")
+    per_group = same.groupby(group)["run_id"].nunique()
+    groups = set(per_group[per_group >= 2].index)
+    if not groups:
+        return pd.DataFrame()
+    keep = same[group.isin(groups)]
     ids = set(keep["run_id"].astype(str))
     sub = replace(archive, runs=keep.reset_index(drop=True), environment=_rows_of(archive.environment, ids),
                   cases=_rows_of(archive.cases, ids), samples=_rows_of(archive.samples, ids))
-    return _ranked(sub)
+    pool = _ranked(sub)
+    if pool.empty:
+        return pool
+    run_ids = pool["run_id"].astype(str)
+    pool["label"] = pool["label"].astype(str) + "\x1f" + run_ids.map(methods).fillna("")
+    return pool
 
 
 def _moderated(

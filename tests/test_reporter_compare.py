@@ -266,3 +266,33 @@ def test_reference_aa_single_process_is_never_a_verdict(tmp_path, reference_aa):
         rows = compare_labels(load_archive(root), base, cand).rows
         assert (rows["verdict"] == Verdict.TOO_FEW.value).all()
         assert rows["ratio"].notna().all() and rows["ci_low"].isna().all()
+
+
+def test_run_level_variance_is_borrowed_within_one_timing_method_only(tmp_path):
+    """One run a side borrows the run-to-run variance from labels with several runs on the
+    device, but only from runs recorded with the same timing method: two runs of another
+    collector revision, far apart, must not widen the interval of a quiet A/A pair."""
+    rng = np.random.default_rng(7)
+    cases = [f"matmul[n={n}]" for n in (256, 512, 1024, 2048, 4096, 8192)]
+
+    def procs(level):
+        return [list(level * np.exp(rng.normal(0, 0.002, 20))) for _ in range(3)]
+
+    new = {("run", "timing_method"): "2"}
+    old = {("imagebench", "git_commit"): "0" * 40}
+    write_run(tmp_path, "stack", {c: procs(1e-3) for c in cases}, run_id=run_id(0), environment=new)
+    write_run(tmp_path, "stack", {c: procs(1e-3) for c in cases}, run_id=run_id(1), environment=new)
+    # Another method: its two runs are 30% apart (a timer change, not chance).
+    write_run(tmp_path, "stack", {c: procs(1e-3) for c in cases}, run_id=run_id(2), environment=old)
+    write_run(tmp_path, "stack", {c: procs(1.3e-3) for c in cases}, run_id=run_id(3), environment=old)
+    archive = load_archive(tmp_path)
+    from reporter.compare import run_methods
+
+    methods = run_methods(archive)
+    assert methods[run_id(0)] == methods[run_id(1)] != methods[run_id(2)] == methods[run_id(3)]
+    result = compare_labels(archive, f"stack@{run_id(0)}", f"stack@{run_id(1)}")
+    rows = result.rows[(result.rows["metric"] == "time") & ~result.rows["case_id"].str.startswith("geomean")]
+    assert len(rows) == len(cases)
+    assert not rows["verdict"].isin([VERDICT_BETTER, VERDICT_WORSE]).any()
+    half = np.log(rows["ci_high"] / rows["ci_low"]) / 2
+    assert (half < 0.05).all(), half.tolist()
