@@ -162,7 +162,8 @@ class Context:
         """Time whole steps (a training step, a batch of inference) one at a time.
 
         Each step is timed on its own with the host clock after a device sync (for a
-        step of milliseconds the launch overhead is negligible), after ``warmup`` steps.
+        step of milliseconds the launch overhead is negligible), after at most ``warmup``
+        steps (fewer once three consecutive steps agree within 10%).
         Stops by the same rule as ``time``: minimum steps, then the CI of the median or
         the budget.
         """
@@ -172,9 +173,19 @@ class Context:
         min_steps = p.min_samples if min_steps is None else min_steps
         max_steps = p.max_samples if max_steps is None else max_steps
         budget_s = p.budget_s if budget_s is None else budget_s
+        from collector.timing import is_steady
+
         self.capture_settings()
-        for _ in range(warmup):
+        # Up to ``warmup`` steps, fewer once they take the same time (their first-step
+        # costs paid), never fewer than two.
+        warm: list[float] = []
+        for i in range(warmup):
+            t0 = time.perf_counter_ns()
             step()
+            self.sync()
+            warm.append((time.perf_counter_ns() - t0) * 1e-9)
+            if i + 1 >= 2 and is_steady(warm):
+                break
         self.sync()
         values: list[float] = []
         self._on_measure(True)

@@ -338,42 +338,52 @@ class GpuSampler:
 
     ``resume`` takes a reading at once and starts the thread; ``pause`` takes one more
     and stops it, so even a timed phase shorter than the interval has two readings.
+
+    ``pause`` never waits for the thread: a driver query can take a good part of a
+    second on a busy GPU (seen on an H200: NVML's reads during timed blocks), and a
+    join would add that to every case. A reading still in flight when the phase ends
+    belongs to no phase and is dropped (each phase has its own generation).
     """
 
     def __init__(self, source: Source, interval_s: float | None = None) -> None:
         self.source = source
         self.interval_s = source.interval_s if interval_s is None else interval_s
         self.readings: list[Reading] = []
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
+        self._stop: threading.Event | None = None
+        self._generation = 0
         self._lock = threading.Lock()
 
-    def _take(self) -> None:
+    def _take(self, generation: int | None = None) -> None:
         try:
             got = self.source.read()
         except Exception:  # a read that fails is a missing reading, never a failed case
             return
         with self._lock:
-            self.readings.extend(got)
+            if generation is None or generation == self._generation:
+                self.readings.extend(got)
 
-    def _loop(self) -> None:
-        while not self._stop.wait(self.interval_s):
-            self._take()
+    def _loop(self, stop: threading.Event, generation: int) -> None:
+        while not stop.wait(self.interval_s):
+            self._take(generation)
 
     def resume(self) -> None:
-        if self._thread is not None:
+        if self._stop is not None:
             return
         self._take()
-        self._stop.clear()
-        self._thread = threading.Thread(target=self._loop, name="imagebench-gpu-sampler", daemon=True)
-        self._thread.start()
+        with self._lock:
+            self._generation += 1
+            generation = self._generation
+        self._stop = threading.Event()
+        threading.Thread(target=self._loop, args=(self._stop, generation), name="imagebench-gpu-sampler",
+                         daemon=True).start()
 
     def pause(self) -> None:
-        if self._thread is None:
+        if self._stop is None:
             return
         self._stop.set()
-        self._thread.join(timeout=SMI_TIMEOUT_S + 1)
-        self._thread = None
+        self._stop = None
+        with self._lock:
+            self._generation += 1  # a reading the thread still has in flight is dropped
         self._take()
 
 

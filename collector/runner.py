@@ -63,7 +63,7 @@ from collector.schema import (
     validate_table,
 )
 from collector.suites import SUITES, default_suite
-from collector.timing import TimingPolicy
+from collector.timing import TIMING_METHOD, TimingPolicy
 from collector.worker import PARENT_PID_ENV, PROTOCOL_PREFIX
 from collector.workloads import Case, DeviceInfo, registry
 
@@ -879,6 +879,7 @@ def start_run(options: RunOptions, planned: list[Planned] | None = None) -> list
             "cases_planned": str(len(cases)),
             "policy": json.dumps(_policy_for(suite, options).__dict__, sort_keys=True),
             "collector_version": __version__,
+            "timing_method": TIMING_METHOD,
         }
         if group:
             run_entries["interleave_group"] = group

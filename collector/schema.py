@@ -50,7 +50,10 @@ Change log (bump ``SCHEMA_VERSION`` on any change a reader must know about):
 
   Later in version 2 (no table changes): run ids gain a host tag,
   ``20261202T140512Z-3fa9c1-5e0b7d``, so hosts recording into one archive never collide;
-  ids without one stay valid.
+  ids without one stay valid. The run section gains ``timing_method``
+  (``collector.timing.TIMING_METHOD``): the version of the way cases are timed, so that
+  run-to-run variation is pooled only between runs measured the same way (runs without it
+  are told apart by the collector's git commit).
 """
 
 from __future__ import annotations

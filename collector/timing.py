@@ -14,6 +14,12 @@ from typing import Any, Callable, Protocol
 
 from collector.schema import TIMING_CUDA_EVENT, TIMING_PERF_COUNTER
 
+# The version of how this module measures, recorded with every run (``timing_method``):
+# the reporter pools run-to-run variation only between runs measured the same way.
+# Raise it whenever a change here or in the worker can move what a case reads.
+# 2: blocks pre-filled on the GPU, at most 256 calls a block, warm-up until steady.
+TIMING_METHOD = "2"
+
 STOP_CI = "ci"
 STOP_BUDGET = "budget"
 STOP_MAX_SAMPLES = "max_samples"
@@ -24,8 +30,9 @@ class TimingPolicy:
     """How long to warm up, how long a block must be, and when to stop.
 
     Attributes:
-        warmup_s: keep calling the function until this much host time has passed...
-        min_warmup: ...and at least this many times (the first call may compile).
+        warmup_s: warm up at most this much host time...
+        min_warmup: ...and at least this many calls (the first call may compile); in
+            between, stop as soon as the last calls take the same time (``is_steady``).
         min_block_s: calibrate k so that one block of k iterations lasts at least this
             long: long against the timer's resolution and the launch overhead.
         min_samples: never stop before this many blocks.
@@ -187,6 +194,23 @@ def median_ci_rel_width(values: list[float], z: float = 1.959964) -> float:
     return (s[hi] - s[lo]) / med
 
 
+STEADY_CALLS = 3
+STEADY_REL = 0.10
+
+
+def is_steady(times: list[float], calls: int = STEADY_CALLS, rel: float = STEADY_REL) -> bool:
+    """True when the last ``calls`` warm-up calls took times within ``rel`` of each other.
+
+    Warm-up exists for first-call costs (kernel selection, allocation, lazy loading): once
+    consecutive calls agree, they are paid, and warming up longer measures nothing new.
+    """
+    if len(times) < calls:
+        return False
+    last = times[-calls:]
+    low = min(last)
+    return low > 0 and max(last) <= low * (1 + rel)
+
+
 def calibrate_k(fn: Callable[[], Any], timer: BlockTimer, policy: TimingPolicy) -> int:
     """Smallest power-of-two-ish k whose block lasts at least ``policy.min_block_s``.
 
@@ -230,13 +254,21 @@ def time_fn(
     """
     warm_start = clock()
     calls = 0
-    while calls < policy.min_warmup or clock() - warm_start < policy.warmup_s:
+    times: list[float] = []
+    while True:
+        t0 = clock()
         fn()
         # On a GPU a call only queues work: without waiting for it, the host would queue
         # warmup_s worth of launches (a thousand 20 ms matmuls) and the sync after the loop
         # would take seconds per case.
         timer.sync()
+        t1 = clock()
+        times.append(t1 - t0)
         calls += 1
+        if calls < policy.min_warmup:
+            continue
+        if t1 - warm_start >= policy.warmup_s or is_steady(times):
+            break
     k = calibrate_k(fn, timer, policy)
     per_iter: list[float] = []
     wall: list[float] = []

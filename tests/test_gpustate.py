@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import stat
 import sys
+import threading
 import time
 import types
 from pathlib import Path
@@ -189,3 +190,32 @@ def test_a_cpu_case_records_settings_and_no_gpu_state():
 
     settings = json.loads(result["settings"])
     assert {"matmul_allow_tf32", "cudnn_allow_tf32", "float32_matmul_precision", "NVIDIA_TF32_OVERRIDE"} <= set(settings)
+
+
+class _SlowSource:
+    """A source whose reads from the thread take long, as NVML's can on a busy GPU."""
+
+    interval_s = 0.01
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def read(self):
+        self.calls += 1
+        if threading.current_thread() is not threading.main_thread():
+            time.sleep(0.5)
+        return [gpustate.Reading(gpu=0, t=time.monotonic())]
+
+
+def test_pause_does_not_wait_for_a_slow_read_in_flight():
+    source = _SlowSource()
+    sampler = gpustate.GpuSampler(source)
+    sampler.resume()
+    time.sleep(0.05)  # the thread is now inside a slow read
+    t0 = time.perf_counter()
+    sampler.pause()
+    assert time.perf_counter() - t0 < 0.2
+    n = len(sampler.readings)
+    assert n == 2  # the reading at resume and the one at pause
+    time.sleep(0.6)  # the read in flight ends after the pause: it belongs to no phase
+    assert len(sampler.readings) == n

@@ -14,6 +14,7 @@ import importlib
 import os
 import pkgutil
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, Callable, Mapping
 
 from collector.schema import case_id_for
@@ -65,8 +66,8 @@ class Case:
     workload: str
     params: Mapping[str, Any]
 
-    @property
-    def case_id(self) -> str:
+    @cached_property
+    def case_id(self) -> str:  # computed once: the runner asks for it per sample
         return case_id_for(self.workload, self.params)
 
 

@@ -41,7 +41,11 @@ def cases(suite: str, device: DeviceInfo) -> list[dict[str, Any]]:
 
 
 class UtilisationSampler:
-    """Samples GPU utilisation through NVML (torch.cuda.utilization) on a background thread."""
+    """Samples GPU utilisation through NVML (torch.cuda.utilization) on a background thread.
+
+    ``stop`` does not wait for the thread (an NVML read can take most of a second on a
+    busy GPU): ``values`` are those read before it, and a read still in flight is dropped.
+    """
 
     def __init__(self, torch: Any, period_s: float = GPU_UTIL_PERIOD_S) -> None:
         self.torch = torch
@@ -49,6 +53,7 @@ class UtilisationSampler:
         self.values: list[float] = []
         self.error: str | None = None
         self._stop = threading.Event()
+        self._lock = threading.Lock()
         self._thread = threading.Thread(target=self._loop, daemon=True)
 
     def start(self) -> None:
@@ -58,17 +63,22 @@ class UtilisationSampler:
         device = self.torch.cuda.current_device()
         while True:  # a first sample at once, so even a short measurement gets one
             try:
-                self.values.append(float(self.torch.cuda.utilization(device)))
+                value = float(self.torch.cuda.utilization(device))
             except Exception as e:  # NVML missing or refusing: note it once, stop sampling
-                self.error = f"{type(e).__name__}: {e}"
+                with self._lock:
+                    if not self._stop.is_set():
+                        self.error = f"{type(e).__name__}: {e}"
                 return
+            with self._lock:
+                if self._stop.is_set():
+                    return
+                self.values.append(value)
             if self._stop.wait(self.period_s):
                 return
 
     def stop(self) -> None:
-        self._stop.set()
-        if self._thread.is_alive():
-            self._thread.join(timeout=5)
+        with self._lock:  # after this, the thread appends nothing: values are final
+            self._stop.set()
 
 
 def run(params: Mapping[str, Any], ctx: Any) -> None:
