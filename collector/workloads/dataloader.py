@@ -15,7 +15,7 @@ SHAPES = {"cifar": (40, 32, 128), "imagenet": (256, 224, 64)}
 # How many distinct images each shape keeps in memory (items wrap around).
 STORED = {"cifar": 2048, "imagenet": 256}
 GPU_UTIL_PERIOD_S = 0.2  # NVML's utilisation is itself an average over 1/6 s to 1 s
-GPU_UTIL_MIN_S = 2.0  # measure at least this long when sampling utilisation
+GPU_UTIL_MIN_S = 1.0  # measure at least this long when sampling utilisation (a full NVML averaging period)
 
 
 def cases(suite: str, device: DeviceInfo) -> list[dict[str, Any]]:
@@ -193,8 +193,8 @@ WORKLOAD = Workload(
         "batches are timed with the host clock, ending in a device synchronisation; each window gives"
         " one sample of samples per second delivered to the device (metric throughput), until the 95%"
         " CI of the median is narrow or the budget is spent. While it runs, GPU utilisation is "
-        "sampled every 0.2 s through NVML (torch.cuda.utilization, needs pynvml; at least 2 s of "
-        "samples), the figure the published write-ups quote as 45% to 82%."
+        "sampled every 0.2 s through NVML (torch.cuda.utilization, needs pynvml; at least 1 s of "
+        "samples, one whole NVML averaging period), the figure the published write-ups quote as 45% to 82%."
     ),
     cases=cases,
     run=run,
@@ -211,7 +211,7 @@ WORKLOAD = Workload(
         "后以主机时钟对每个 max(4, 2 x 工作进程数) 个批次的窗口计时，窗口末尾做设备同步；每个窗"
         "口给出一个“每秒送达设备的样本数”样本（指标 throughput），直到中位数的 95% 置信区间"
         "足够窄或用完预算。运行期间每 0.2 秒通过 NVML（torch.cuda.utilization"
-        "，需要 pynvml；至少采样 2 秒）采样 GPU 利用率，即种子文章中 45% 到 82% 的那"
+        "，需要 pynvml；至少采样 1 秒，即 NVML 的一个完整平均周期）采样 GPU 利用率，即种子文章中 45% 到 82% 的那"
         "个数字。"
     ),
 )
