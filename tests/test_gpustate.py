@@ -219,3 +219,21 @@ def test_pause_does_not_wait_for_a_slow_read_in_flight():
     assert n == 2  # the reading at resume and the one at pause
     time.sleep(0.6)  # the read in flight ends after the pause: it belongs to no phase
     assert len(sampler.readings) == n
+
+
+def test_worker_profiles_each_case_when_asked(tmp_path, monkeypatch):
+    """IMAGEBENCH_PROFILE_DIR: each case's cProfile statistics and a line of the index."""
+    import pstats
+
+    from collector import worker
+
+    monkeypatch.setenv("IMAGEBENCH_PROFILE_DIR", str(tmp_path))
+    assert worker._profiled(lambda m: {"status": "ok", "n": sum(range(1000))}, {"case_id": "c[x=1]", "process": 2})["n"] == 499500
+    lines = (tmp_path / "index.tsv").read_text().splitlines()
+    assert len(lines) == 1
+    name, case_id, process, seconds = lines[0].split("\t")
+    assert (case_id, process) == ("c[x=1]", "2") and float(seconds) >= 0
+    assert pstats.Stats(str(tmp_path / name)).total_calls > 0
+    monkeypatch.delenv("IMAGEBENCH_PROFILE_DIR")
+    assert worker._profiled(lambda m: {"status": "ok"}, {}) == {"status": "ok"}
+    assert len((tmp_path / "index.tsv").read_text().splitlines()) == 1

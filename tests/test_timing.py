@@ -239,3 +239,26 @@ def test_cuda_timer_pause_stays_short_when_blocks_are_long():
     for _ in range(4):
         timer.time_block(gpu.fn, 256)
     assert timer._issue_s == pytest.approx(10e-6, rel=0.5)
+
+
+def test_warmup_stops_once_calls_agree_and_not_before():
+    """First calls pay one-time costs (kernel selection, allocation): warm-up goes on while
+    they are slow, stops as soon as three calls agree, and never runs past warmup_s."""
+    clock = FakeClock()
+    costs = iter([50e-3, 20e-3, 5e-3, 1e-3, 1e-3, 1e-3] + [1e-3] * 1000)
+
+    def fn():
+        clock.now += next(costs)
+
+    timer = FakeTimer(lambda i: 1e-3, clock)
+    timed = time_fn(fn, timer, TimingPolicy(min_warmup=2, warmup_s=1.0, min_samples=3, max_samples=3), clock=clock)
+    assert timed.warmup_calls == 6  # the three slow calls, then three that agree
+
+    clock = FakeClock()
+    noisy = iter([1e-3, 2e-3] * 1000)  # never steady: warm-up ends at warmup_s
+
+    def jittery():
+        clock.now += next(noisy)
+
+    timed = time_fn(jittery, FakeTimer(lambda i: 1e-3, clock), TimingPolicy(min_warmup=2, warmup_s=0.05, min_samples=3, max_samples=3), clock=clock)
+    assert 30 <= timed.warmup_calls <= 40  # 0.05 s of 1.5 ms calls
