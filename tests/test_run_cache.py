@@ -36,13 +36,13 @@ def _count_reads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     import reporter.load as load
 
     seen: list[str] = []
-    real = load._read_run
+    real = load._read_fresh
 
-    def counting(label, folder):
-        seen.append(folder.name)
-        return real(label, folder)
+    def counting(folders, todo, cache):
+        seen.extend(folders[i][1].name for i in todo)
+        return real(folders, todo, cache)
 
-    monkeypatch.setattr(load, "_read_run", counting)
+    monkeypatch.setattr(load, "_read_fresh", counting)
     return seen
 
 
