@@ -96,3 +96,9 @@ def test_a_read_only_archive_loads_without_a_cache(archive: Path, monkeypatch: p
     monkeypatch.setattr(run_cache.tempfile, "mkdtemp", lambda **kw: (_ for _ in ()).throw(PermissionError(13, "read-only")))
     _same(load_archive(archive, cache=False), load_archive(archive))
     assert not run_cache.cache_folder(archive).exists()
+
+
+def test_the_cache_folder_is_made_when_it_does_not_exist_yet(archive: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("IMAGEBENCH_CACHE", str(tmp_path / "not" / "there" / "yet"))
+    load_archive(archive)
+    assert (run_cache.cache_folder(archive) / "index.json").is_file()
