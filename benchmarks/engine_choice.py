@@ -5,6 +5,10 @@ timing input only, never a measurement, deleted afterwards): read every run's sa
 compute the exact median, count, min and max per (run, case, metric, process), with
 
 * pyarrow.dataset + numpy (one lexsort, then order statistics by group offsets),
+* the same as the reporter does it (``pyarrow+numpy-grouped``): one scan of the dataset,
+  the run known from each batch's fragment, case and metric read as Parquet dictionaries
+  (codes, no strings), and ``reporter.stats.sort_within_groups`` (samples are stored
+  grouped, so only each process's values are sorted) instead of a lexsort,
 * pyarrow's own ``group_by`` (which has no exact median: ``approximate_median``, t-digest),
 * DuckDB (``read_parquet`` + ``median``), and
 * Polars (``scan_parquet`` + ``median``),
@@ -31,7 +35,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-ENGINES = ("pyarrow+numpy", "pyarrow-approx", "duckdb", "polars")
+ENGINES = ("pyarrow+numpy", "pyarrow+numpy-grouped", "pyarrow-approx", "duckdb", "polars")
 
 
 def _files(root: Path) -> list[str]:
@@ -67,6 +71,38 @@ def _run_pyarrow_numpy(root: Path) -> int:
     lo = starts + (n - 1) // 2
     hi = starts + n // 2
     median = (vs[lo] + vs[hi]) / 2
+    return len(median)
+
+
+def _run_pyarrow_numpy_grouped(root: Path) -> int:
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.dataset as ds
+
+    from reporter.stats import sort_within_groups
+
+    files = _files(root)
+    fmt = ds.ParquetFileFormat(read_options=ds.ParquetReadOptions(dictionary_columns=["case_id", "metric"]))
+    dataset = ds.dataset(files, format=fmt)
+    run_of = {f: i for i, f in enumerate(files)}
+    batches, runs = [], []
+    for tagged in dataset.scanner(columns=["case_id", "metric", "process", "value"]).scan_batches():
+        batches.append(tagged.record_batch)
+        runs.append(np.full(tagged.record_batch.num_rows, run_of[tagged.fragment.path], dtype=np.int64))
+    table = pa.Table.from_batches(batches).unify_dictionaries()
+    run = np.concatenate(runs)
+    case = np.concatenate([c.indices.to_numpy() for c in table["case_id"].chunks]).astype(np.int64)
+    metric = np.concatenate([c.indices.to_numpy() for c in table["metric"].chunks]).astype(np.int64)
+    process = table["process"].to_numpy().astype(np.int64)
+    value = table["value"].to_numpy()
+    key = ((run * (case.max() + 1) + case) * (metric.max() + 1) + metric) * (process.max() + 1) + process
+    order = sort_within_groups(key, value)
+    ks, vs = key[order], value[order]
+    starts = np.flatnonzero(np.r_[True, ks[1:] != ks[:-1]])
+    n = np.diff(np.r_[starts, len(ks)])
+    median = (vs[starts + (n - 1) // 2] + vs[starts + n // 2]) / 2
+    vmin, vmax = vs[starts], vs[starts + n - 1]
+    assert len(vmin) == len(vmax) == len(median)
     return len(median)
 
 
@@ -114,6 +150,7 @@ def _run_polars(root: Path) -> int:
 
 RUNNERS = {
     "pyarrow+numpy": _run_pyarrow_numpy,
+    "pyarrow+numpy-grouped": _run_pyarrow_numpy_grouped,
     "pyarrow-approx": _run_pyarrow_approx,
     "duckdb": _run_duckdb,
     "polars": _run_polars,
@@ -139,6 +176,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=1000)
     parser.add_argument("--cases", type=int, default=100)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--reuse", type=Path, help="an archive written before (reporter_scale.py --keep)")
     parser.add_argument("--child", nargs=2, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -148,8 +186,9 @@ def main() -> None:
 
     tmp = Path(tempfile.mkdtemp(prefix="imagebench-engines-"))
     try:
-        root = tmp / "archive"
-        write_synthetic_archive(root, args.runs, args.cases)
+        root = args.reuse or tmp / "archive"
+        if not args.reuse:
+            write_synthetic_archive(root, args.runs, args.cases)
         print(f"synthetic archive: {args.runs} runs x {args.cases} cases x 50 samples; best of {args.repeat}, "
               "each engine in a fresh process")
         print(f"{'engine':<16} {'wall s':>8} {'peak RSS MiB':>13} {'groups':>10}")

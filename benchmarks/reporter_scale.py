@@ -11,7 +11,8 @@ Three measurements, each in a fresh child process (its peak RSS, ``resource.getr
 is its own): the reference, ``pyarrow.dataset`` reading the same samples in one scan and
 an exact per-(run, case, metric, process) median, count, min and max by one numpy
 lexsort (the least any reporter must do); the reporter cold (no cache: it reads and
-checks every run, and writes the archive's ``.cache/``); the reporter with that cache.
+checks every run, and fills a fresh cache folder, ``$IMAGEBENCH_CACHE``, outside the archive); the
+reporter with that cache.
 The ratio of each to the reference is printed.
 """
 
@@ -159,7 +160,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=1000)
     parser.add_argument("--cases", type=int, default=100)
     parser.add_argument("--keep", type=Path, help="write the synthetic archive here and keep it (must not exist)")
-    parser.add_argument("--reuse", type=Path, help="time an archive written before with --keep (its .cache/ is removed first)")
+    parser.add_argument("--reuse", type=Path, help="time an archive written before with --keep")
     parser.add_argument("--write-only", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--measure", nargs=2, metavar=("WHAT", "DIR"), help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -174,7 +175,6 @@ def main() -> None:
     tmp = None
     if args.reuse:
         out = args.reuse
-        shutil.rmtree(out / ".cache", ignore_errors=True)
     elif args.keep:
         out = args.keep
         if out.exists():
@@ -192,11 +192,15 @@ def main() -> None:
             print(f"wrote a synthetic archive of {args.runs} runs x {args.cases} cases x {PROCESSES * SAMPLES_PER_PROCESS} "
                   f"samples in {time.perf_counter() - t:.1f} s ({out})")
         print(f"timing on {os.cpu_count()} core(s), each measurement in a fresh process:")
+        # The reporter's cache lives outside the archive: a fresh, empty one for the cold
+        # measurement, kept for the cached one, removed at the end.
+        cache_dir = tempfile.mkdtemp(prefix="imagebench-scale-cache-")
+        env = {**os.environ, "IMAGEBENCH_CACHE": cache_dir}
         totals = {}
         for what, title in (("reference", "reference: pyarrow.dataset read + exact group-by"),
                             ("reporter", "reporter cold (no cache; writes it)"), ("reporter", "reporter with the cache")):
             done = subprocess.run([sys.executable, __file__, "--measure", what, str(out)], check=True,
-                                  capture_output=True, text=True)
+                                  capture_output=True, text=True, env=env)
             steps = json.loads(done.stdout.strip().splitlines()[-1])
             totals[title] = steps[-1][1]
             width = max(len(s) for s, _, _ in steps)
@@ -208,6 +212,8 @@ def main() -> None:
         for title, total in list(totals.items())[1:]:
             print(f"{title}: {total:.2f} s, {total / reference:.1f}x the reference's {reference:.2f} s")
     finally:
+        if "cache_dir" in locals():
+            shutil.rmtree(cache_dir, ignore_errors=True)
         if tmp:
             shutil.rmtree(tmp, ignore_errors=True)
 

@@ -27,6 +27,7 @@ from typing import Any, Callable, Mapping, Sequence
 import click
 
 from reporter.article import compute_article
+from reporter.build_cache import compute_key, load_entry, store_entry
 from reporter.charts import ChartRenderer, measures_chinese, render_svgs
 from reporter.compare import Comparison, compare_labels, compute_summaries
 from reporter.config import (
@@ -55,6 +56,7 @@ from reporter.paths import label_page, run_page
 from reporter.publish import check_targets, publish_site
 from reporter.site_config import LanguageBuild, build_public, language_prefix, site_nav
 from reporter.render import LANGUAGES, Messages, render_page
+from reporter.run_cache import fingerprint
 from reporter.terminal import inert
 from reporter.views import RAW_FILES, ArticleView, ChartView, WorkloadInfo, load_workloads
 
@@ -167,17 +169,34 @@ def build_site(
     reports: dict[str, list[dict[str, Any]]] = {x: [] for x in languages}
     skipped: list[str] = []
     shared: dict[Any, Any] = {}
+    # An article whose inputs are those of an earlier build is taken from the build cache.
+    run_fps = {str(r.run_id): fingerprint(Path(r.path)) for r in archive.runs.itertuples()}
+    problems = [(p.path, p.reason) for p in archive.problems]
+    reused = 0
     for spec, spec_titles in _articles(selection.specs, site_lang):
-        try:
-            comparison = compare(spec)
-        except ReporterError as e:
-            skipped.append(f"{spec.baseline} → {spec.candidate}: {e}")
-            say(f"warning: no report for {spec.baseline} -> {spec.candidate}: {e}")
-            continue
-        for page_lang in languages:  # every article in every language
-            data = compute_article(restrict(archive, spec.run_ids), replace(spec, title=spec_titles.get(page_lang)),
-                                   comparison=comparison, families=families, titles=titles, lang=page_lang,
-                                   build_command=build_command, cache=shared)
+        ids = sorted(run_fps) if spec.run_ids is None else sorted(set(spec.run_ids) & set(run_fps))
+        key = compute_key("article", str(archive.root), spec, sorted(spec_titles.items()), languages, build_command,
+                          sorted(families.items()), sorted(titles.items()), problems, [(r, run_fps[r]) for r in ids])
+        hit = load_entry("articles", key)
+        if hit is not None:
+            comparison, per_lang = hit
+            comparisons.setdefault((spec.baseline, spec.candidate, spec.run_ids, spec.noise, spec.single_band,
+                                    spec.correction), comparison)
+            reused += 1
+        else:
+            try:
+                comparison = compare(spec)
+            except ReporterError as e:
+                skipped.append(f"{spec.baseline} → {spec.candidate}: {e}")
+                say(f"warning: no report for {spec.baseline} -> {spec.candidate}: {e}")
+                continue
+            per_lang = {page_lang: compute_article(restrict(archive, spec.run_ids), replace(spec, title=spec_titles.get(page_lang)),
+                                                   comparison=comparison, families=families, titles=titles, lang=page_lang,
+                                                   build_command=build_command, cache=shared)
+                        for page_lang in languages}  # every article in every language
+            store_entry("articles", key, (comparison, per_lang))
+        for page_lang in languages:
+            data = per_lang[page_lang]
             articles.append((page_lang, data))
             reports[page_lang].append({"title": data.title, "page": data.page, "baseline": spec.baseline,
                                        "candidate": spec.candidate, "device": data.device, "comparison": comparison,
@@ -193,12 +212,13 @@ def build_site(
     trend_inputs = [TrendInput(cls, compute_summaries(restrict(archive, cls.run_ids)), neighbours.get(cls.name, {}))
                     for cls in selection.classes]
     timings["compare"], clock = time.perf_counter() - clock, time.perf_counter()
+    say(f"{reused} of {len(articles) // len(languages)} article(s) unchanged since an earlier build, taken from the build cache")
 
     # 4. view and render (charts render in other processes meanwhile)
     t = _messages(site_lang)
     pages: list[_Page] = []
     navs: dict[str, list[Any]] = {}
-    renderer = ChartRenderer(chart_workers, render=render_svgs)
+    renderer = ChartRenderer(chart_workers, render=render_svgs, cache=True)
     chart_files: list[str] = []
     home = site / "index.md"
     try:

@@ -442,6 +442,16 @@ def render_svg(spec: Mapping[str, Any]) -> str:
     return vlc.vegalite_to_svg(dict(spec))
 
 
+def _renderer_version(render: Callable[..., Any]) -> str:
+    """What a chart's SVG depends on beyond its specification: the renderer and the fonts it found."""
+    name = f"{getattr(render, '__module__', '?')}.{getattr(render, '__qualname__', '?')}"
+    if render is not render_svgs:
+        return name
+    import vl_convert as vlc
+
+    return f"{name} vl-convert {getattr(vlc, '__version__', '?')} chinese-font={measures_chinese()}"
+
+
 def render_svgs(specs: Sequence[Mapping[str, Any]]) -> list[str]:
     """Render specifications one after the other in this process."""
     return [render_svg(s) for s in specs]
@@ -453,35 +463,67 @@ class ChartRenderer:
     ``submit`` hands over one page's charts and returns at once; ``results`` waits for
     all of them, in submission order. With ``workers <= 1`` (or a ``render`` function
     other than ``render_svgs``, as tests pass) everything is rendered in this process
-    when ``results`` is called.
+    when ``results`` is called. With ``cache``, a chart whose specification was rendered
+    before (by this build or an earlier one, ``reporter.build_cache``) is not rendered
+    again, and one specification shown twice is rendered once.
     """
 
-    def __init__(self, workers: int | None = None, render: Callable[[Sequence[Mapping[str, Any]]], list[str]] = render_svgs) -> None:
+    def __init__(self, workers: int | None = None, render: Callable[[Sequence[Mapping[str, Any]]], list[str]] = render_svgs,
+                 *, cache: bool = False) -> None:
         self.workers = workers if workers is not None else min(4, os.cpu_count() or 1)
         self.render = render
+        self.cache = cache
         self.pool: ProcessPoolExecutor | None = None
-        self.jobs: list[Any] = []
+        self.jobs: list[tuple[list[str], Any]] = []  # (keys, the job rendering them)
+        self.order: list[str] = []  # the key of every submitted chart, in order
+        self.known: dict[str, str] = {}  # key -> SVG, from the cache
+        self.pending: set[str] = set()
 
     def submit(self, specs: Sequence[Mapping[str, Any]]) -> None:
         if not specs:
             return
+        if self.cache:
+            from reporter.build_cache import chart_key, load_svg
+
+            version = _renderer_version(self.render)
+            keys = [chart_key(spec, version) for spec in specs]
+        else:
+            keys = [str(len(self.order) + i) for i in range(len(specs))]
+        self.order.extend(keys)
+        todo: dict[str, Mapping[str, Any]] = {}
+        for key, spec in zip(keys, specs):
+            if key in self.known or key in self.pending or key in todo:
+                continue
+            svg = load_svg(key) if self.cache else None
+            if svg is not None:
+                self.known[key] = svg
+            else:
+                todo[key] = spec
+        if not todo:
+            return
+        self.pending.update(todo)
         if self.workers > 1 and self.render is render_svgs:
             if self.pool is None:
                 # Spawned, never forked: a fork of a process whose vl-convert runtime has
                 # started its threads (any chart rendered here before) deadlocks the child.
                 self.pool = ProcessPoolExecutor(max_workers=self.workers, mp_context=multiprocessing.get_context("spawn"))
-            self.jobs.append(self.pool.submit(render_svgs, list(specs)))
+            self.jobs.append((list(todo), self.pool.submit(render_svgs, list(todo.values()))))
         else:
-            self.jobs.append(list(specs))
+            self.jobs.append((list(todo), list(todo.values())))
 
     def results(self) -> list[str]:
-        out: list[str] = []
+        rendered: dict[str, str] = {}
         try:
-            for job in self.jobs:
-                out.extend(self.render(job) if isinstance(job, list) else job.result())
+            for keys, job in self.jobs:
+                rendered.update(zip(keys, self.render(job) if isinstance(job, list) else job.result()))
         finally:
             self.close()
-        return out
+        if self.cache:
+            from reporter.build_cache import store_svgs
+
+            store_svgs(rendered.items())
+        rendered.update(self.known)
+        return [rendered[k] for k in self.order]
 
     def close(self) -> None:
         if self.pool is not None:

@@ -66,7 +66,7 @@ from reporter.stats import (
     Geomean,
     OneWay,
     adjust_pvalues,
-    compute_grouped_summaries,
+    compute_pooled_summaries,
     compute_hierarchical_tests,
     compute_location_cis,
     compute_mde,
@@ -145,9 +145,19 @@ def _units(samples: pd.DataFrame) -> pd.DataFrame:
     vmax, spread (the within-process sampling variance of the log median,
     ``(π/2)(1.4826·MAD)²/n`` of the log samples; NaN with fewer than 3 samples).
     """
+    return _unit_summaries(samples)[0]
+
+
+def _unit_summaries(samples: pd.DataFrame) -> tuple[pd.DataFrame, np.ndarray, np.ndarray]:
+    """``_units(samples)``, each sample's row in it, and each unit's first sample (its row in ``samples``).
+
+    One sort of the samples by (run, case, metric, process, value) gives every unit's
+    median, extremes and count; a second, within units, the median absolute deviation.
+    """
     if samples.empty:
-        return pd.DataFrame(columns=["label", "run_id", "case_id", "metric", "process", "unit", "better", "median",
-                                     "n", "vmin", "vmax", "spread"])
+        empty = pd.DataFrame(columns=["label", "run_id", "case_id", "metric", "process", "unit", "better", "median",
+                                      "n", "vmin", "vmax", "spread"])
+        return empty, np.zeros(0, np.int64), np.zeros(0, np.int64)
     run = samples["run_id"].cat.codes.to_numpy(np.int64)
     case = samples["case_id"].cat.codes.to_numpy(np.int64)
     met = samples["metric"].cat.codes.to_numpy(np.int64)
@@ -171,7 +181,9 @@ def _units(samples: pd.DataFrame) -> pd.DataFrame:
     mad = 0.5 * (d2[starts + (n - 1) // 2] + d2[starts + n // 2])
     spread = np.where((n >= 3) & np.isfinite(mad), (np.pi / 2) * (1.4826 * mad) ** 2 / n, np.nan)
     first = order[starts]
-    return pd.DataFrame(
+    unit_of = np.empty(k.size, np.int64)
+    unit_of[order] = group
+    units = pd.DataFrame(
         {
             "label": _strings_at(samples["label"], first),
             "run_id": _strings_at(samples["run_id"], first),
@@ -187,6 +199,7 @@ def _units(samples: pd.DataFrame) -> pd.DataFrame:
             "spread": spread,
         }
     )
+    return units, unit_of, first
 
 
 def _ranked(archive: Archive) -> pd.DataFrame:
@@ -232,25 +245,28 @@ def compute_summaries(archive: Archive, *, confidence: float = 0.95) -> pd.DataF
     if s.empty:
         return pd.DataFrame({c: [] for c in SUMMARY_COLUMNS})
     keys = ["label", "case_id", "metric"]
-    codes, groups = _group(s, keys)
-    process = s["process"].to_numpy(np.int64)
-    span = int(process.max()) + 1
-    units = s["run_id"].cat.codes.to_numpy(np.int64) * span + process
-    stats = compute_grouped_summaries(s["value"].to_numpy(np.float64), codes, units, n_groups=len(groups), confidence=confidence)
-    n_runs = _count_distinct(codes, s["run_id"].cat.codes.to_numpy(np.int64), len(groups))
-    first = s.groupby(codes, sort=True)[["unit", "better"]].first()
+    # Everything per unit first (one sort), then the groups as combinations of the units'
+    # category codes, in category order (the order a sorted groupby on them gives).
+    u, unit_of, first = _unit_summaries(s)
+    parts = [s[k].cat.codes.to_numpy(np.int64)[first] for k in keys]
+    combined = (parts[0] * (int(parts[1].max()) + 1) + parts[1]) * (int(parts[2].max()) + 1) + parts[2]
+    distinct, u_code = np.unique(combined, return_inverse=True)
+    u_code = u_code.astype(np.int64).ravel()
+    n_groups = distinct.size
+    group_first = first[np.unique(u_code, return_index=True)[1]]
+    groups = pd.DataFrame({k: _strings_at(s[k], group_first) for k in keys})
+    stats = compute_pooled_summaries(s["value"].to_numpy(np.float64), u_code[unit_of], n_groups=n_groups)
+    n_units = np.bincount(u_code, minlength=n_groups)
+    run_codes = s["run_id"].cat.codes.to_numpy(np.int64)[first]
+    n_runs = _count_distinct(u_code, run_codes, n_groups)
 
-    u = _units(s)
-    u_code = pd.MultiIndex.from_frame(u[keys]).map(
-        pd.Series(np.arange(len(groups)), index=pd.MultiIndex.from_frame(groups[keys]))
-    ).to_numpy(np.int64)
     med = u["median"].to_numpy(np.float64)
-    positive = np.ones(len(groups), bool)
+    positive = np.ones(n_groups, bool)
     np.logical_and.at(positive, u_code, med > 0)
     use = positive[u_code]
     loc = compute_location_cis(
         np.log(np.where(use, med, 1.0))[use], u_code[use], pd.factorize(u["run_id"])[0][use],
-        n_groups=len(groups), confidence=confidence,
+        n_groups=n_groups, confidence=confidence,
     )
     const = (stats.n_samples > 0) & (stats.q1 == stats.q3) & np.isclose(stats.cv, 0.0)
     with np.errstate(over="ignore"):
@@ -258,8 +274,8 @@ def compute_summaries(archive: Archive, *, confidence: float = 0.95) -> pd.DataF
         lo = np.where(positive, np.exp(loc.ci_low), np.where(const, stats.median, np.nan))
         hi = np.where(positive, np.exp(loc.ci_high), np.where(const, stats.median, np.nan))
     out = groups.assign(
-        unit=first["unit"].astype(str).to_numpy(),
-        better=first["better"].astype(str).to_numpy(),
+        unit=_strings_at(s["unit"], group_first),
+        better=_strings_at(s["better"], group_first),
         median=stats.median,
         ci_low=lo,
         ci_high=hi,
@@ -269,7 +285,7 @@ def compute_summaries(archive: Archive, *, confidence: float = 0.95) -> pd.DataF
         iqr=stats.iqr,
         cv=stats.cv,
         n_samples=stats.n_samples,
-        n_processes=stats.n_units,
+        n_processes=n_units,
         n_runs=n_runs,
         estimate=estimate,
         runs_covered=loc.runs_covered,
@@ -916,16 +932,6 @@ def _codes(*columns: pd.Series) -> np.ndarray:
     if not len(columns[0]):
         return np.zeros(0, np.int64)
     return pd.MultiIndex.from_arrays([np.asarray(c) for c in columns]).factorize()[0].astype(np.int64)
-
-
-def _group(df: pd.DataFrame, keys: list[str]) -> tuple[np.ndarray, pd.DataFrame]:
-    """Integer group codes in sorted key order, and the key values of each code."""
-    grouped = df.groupby(keys, observed=True, sort=True)
-    codes = grouped.ngroup().to_numpy(np.int64)
-    groups = grouped.size().reset_index()[keys]
-    for k in keys:
-        groups[k] = groups[k].astype(str)
-    return codes, groups
 
 
 def _strings_at(column: pd.Series, rows: np.ndarray) -> np.ndarray:

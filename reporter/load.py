@@ -43,6 +43,7 @@ from collector.schema import (
 )
 from reporter.errors import ReporterError
 from reporter.run_cache import CachedRun, fingerprint, read_cache, write_cache
+from reporter.scan import scan_tables
 
 # String columns stored as dictionaries (pandas categoricals): few distinct values, many rows.
 _CATEGORICAL = {
@@ -256,19 +257,45 @@ def _read_runs(root: Path, folders: list[tuple[str, Path]], cache: bool) -> tupl
         else:
             todo.append(i)
 
+    for i, r in _read_fresh(folders, todo, cache).items():
+        results[i] = r
+    return results, set(cached)  # type: ignore[return-value]
+
+
+def _read_fresh(folders: list[tuple[str, Path]], todo: list[int], cache: bool) -> dict[int, "_RunTables | Problem"]:
+    """The runs ``folders[i]`` for ``i`` in ``todo``, read from their files (each fingerprinted when ``cache``).
+
+    Each kind of file of all of them in one scan (``reporter.scan``), checked across
+    files in bulk (``_read_scanned``); a run that is not whole there (a file damaged or
+    invalid, part files, a cross-file problem) is read file by file (``_read_run``), which
+    names what is wrong with it.
+    """
+    fps = {i: fingerprint(folders[i][1]) for i in todo} if cache else {}  # before reading: a change made meanwhile reads again next time
+    whole = [i for i in todo if not has_parts(folders[i][1])]
+    given: dict[int, dict[str, pa.Table]] = {i: {} for i in todo}
+    for kind in (*RUN_FILES, GPU_STATE_FILE):
+        these = whole if kind != GPU_STATE_FILE else [i for i in whole if (folders[i][1] / kind).is_file()]
+        scanned = scan_tables(kind, [folders[i][1] / kind for i in these], [folders[i][1].name for i in these])
+        for j, table in scanned.items():
+            given[these[j]][kind] = table
+    out: dict[int, _RunTables | Problem] = {}
+    for i, r in _read_scanned(folders, {i: given[i] for i in whole}).items():
+        r.fingerprint = fps.get(i)
+        out[i] = r
+    rest = [i for i in todo if i not in out]
+
     def read(i: int) -> _RunTables | Problem:
         label, folder = folders[i]
-        fp = fingerprint(folder) if cache else None  # before reading: a change made meanwhile reads again next time
-        r = _read_run(label, folder)
+        r = _read_run(label, folder, given[i])
         if isinstance(r, _RunTables):
-            r.fingerprint = fp
+            r.fingerprint = fps.get(i)
         return r
 
     workers = min(8, (os.cpu_count() or 1) + 2)
     with ThreadPoolExecutor(max_workers=workers) as pool:
-        for i, r in zip(todo, pool.map(read, todo)):
-            results[i] = r
-    return results, set(cached)  # type: ignore[return-value]
+        for i, r in zip(rest, pool.map(read, rest)):
+            out[i] = r
+    return out
 
 
 def _write_cache(root: Path, valid: list["_RunTables"]) -> None:
@@ -310,16 +337,21 @@ def _is_utf8(name: str) -> bool:
     return True
 
 
-def _read_run(label: str, folder: Path) -> _RunTables | Problem:
+def _read_run(label: str, folder: Path, given: dict[str, pa.Table] | None = None) -> _RunTables | Problem:
     """One run's tables, or the Problem that skips it.
 
     A run needs its environment and its case list; damaged samples cost only the samples:
     the run is loaded without them and the damage is named (``_RunTables.warnings``).
+    ``given``: files of the run already read and checked (``reporter.scan``), by name.
     """
+    given = given or {}
     tables: dict[str, pa.Table] = {}
     raw: dict[str, pa.Table] = {}
     warnings: list[Problem] = []
     for kind in RUN_FILES:
+        if kind in given:
+            raw[kind] = _redact_environment(given[kind]) if kind == ENVIRONMENT_FILE else given[kind]
+            continue
         problem = _read_file(folder, kind, raw)
         if problem is None:
             continue
@@ -330,7 +362,9 @@ def _read_run(label: str, folder: Path) -> _RunTables | Problem:
                                               "and the ok attempts they measured"))
     gpu_path = folder / GPU_STATE_FILE
     try:
-        if gpu_path.is_file():
+        if GPU_STATE_FILE in given:
+            raw[GPU_STATE_FILE] = given[GPU_STATE_FILE]
+        elif gpu_path.is_file():
             raw[GPU_STATE_FILE] = _in_schema(read_table(gpu_path, GPU_STATE_FILE)[0], GPU_STATE_FILE)
         if has_parts(folder):  # a run still recording, or killed: its part files count
             merged = merge_parts(folder, {k: raw[k] for k in (CASES_FILE, SAMPLES_FILE, GPU_STATE_FILE) if k in raw})
@@ -355,6 +389,92 @@ def _read_run(label: str, folder: Path) -> _RunTables | Problem:
     for kind, table in raw.items():
         tables[kind] = _encode(table, _CATEGORICAL[kind])
     return _RunTables(label, folder.name, folder, tables, warnings + more)
+
+
+def _read_scanned(folders: list[tuple[str, Path]], given: dict[int, dict[str, pa.Table]]) -> dict[int, _RunTables]:
+    """The runs whose files were all scanned and that ``_read_run`` would load unchanged, in bulk.
+
+    Such a run's files are valid one by one (``reporter.scan``, samples in their units
+    included); what ``_read_run`` checks across them is done here for all runs at once:
+    one row per attempt, a row for every sampled attempt, samples for every ok attempt, no
+    legacy case id to rename. A run that fails any of it is left for ``_read_run``, which
+    names the problem. The environment is redacted and the repeated strings dictionary
+    encoded once for all of them; each run's tables are slices of the joint ones.
+    """
+    kinds = (*RUN_FILES, GPU_STATE_FILE)
+    chosen = [i for i, files in given.items() if all(k in files for k in RUN_FILES)
+              and (GPU_STATE_FILE in files or not (folders[i][1] / GPU_STATE_FILE).exists())]
+    if not chosen:
+        return {}
+    joint = {k: pa.concat_tables([given[i][k] for i in chosen if k in given[i]] or [_SCHEMAS[k].empty_table()]) for k in kinds}
+    counts = {k: np.array([given[i][k].num_rows if k in given[i] else 0 for i in chosen], np.int64) for k in kinds}
+    joint[ENVIRONMENT_FILE] = _redact_environment(joint[ENVIRONMENT_FILE])
+    for k in kinds:
+        joint[k] = _encode(joint[k], _CATEGORICAL[k])
+    bad = _bad_attempts(joint[CASES_FILE], counts[CASES_FILE], joint[SAMPLES_FILE], counts[SAMPLES_FILE])
+    bad |= _legacy_runs(joint[CASES_FILE], counts[CASES_FILE])
+    starts = {k: np.cumsum(counts[k]) - counts[k] for k in kinds}
+    out = {}
+    for j, i in enumerate(chosen):
+        if bad[j]:
+            continue
+        label, folder = folders[i]
+        tables = {k: joint[k].slice(int(starts[k][j]), int(counts[k][j])) for k in kinds}
+        out[i] = _RunTables(label, folder.name, folder, tables)
+    return out
+
+
+def _run_index(counts: np.ndarray) -> np.ndarray:
+    return np.repeat(np.arange(counts.size, dtype=np.int64), counts)
+
+
+def _bad_attempts(cases: pa.Table, case_counts: np.ndarray, samples: pa.Table, sample_counts: np.ndarray) -> np.ndarray:
+    """Per run: whether an attempt (case, process) has two rows, sampled attempts lack a row,
+    or an ok attempt lacks samples (what ``_check_run`` names beyond units)."""
+    n_runs = case_counts.size
+    names = pc.unique(pa.chunked_array([c.dictionary for c in cases["case_id"].chunks] + [pa.array([], pa.string())]))
+    def codes(column: pa.ChunkedArray) -> np.ndarray:  # through each chunk's (small) dictionary
+        parts = [np.zeros(0, np.int64)]
+        for chunk in column.chunks:
+            at = np.asarray(pc.fill_null(pc.index_in(chunk.dictionary, value_set=names), -1).to_numpy(), np.int64)
+            parts.append(at[np.asarray(chunk.indices.to_numpy(zero_copy_only=False), np.int64)])
+        return np.concatenate(parts)
+    c_case, s_case = codes(cases["case_id"]), codes(samples["case_id"])
+    c_proc = cases["process"].to_numpy().astype(np.int64)
+    s_proc = samples["process"].to_numpy().astype(np.int64)
+    c_run, s_run = _run_index(case_counts), _run_index(sample_counts)
+    bad = np.zeros(n_runs, bool)
+    bad[s_run[s_case < 0]] = True  # samples of a case no run of these has a row for
+    for proc, run in ((c_proc, c_run), (s_proc, s_run)):
+        bad[run[proc < 0]] = True
+    span_p = int(max(c_proc.max(initial=0), s_proc.max(initial=0))) + 1
+    span_c = len(names) + 1
+    c_key = (c_run * span_c + c_case) * span_p + np.maximum(c_proc, 0)
+    s_key = (s_run * span_c + np.maximum(s_case, 0)) * span_p + np.maximum(s_proc, 0)
+    order = np.sort(c_key)
+    bad[(order[1:][order[1:] == order[:-1]] // span_p) // span_c] = True  # an attempt with two rows
+    change = np.r_[True, s_key[1:] != s_key[:-1]]  # samples are stored by attempt: few distinct runs of keys
+    sampled = np.unique(s_key[change])
+    bad[(sampled[~np.isin(sampled, c_key)] // span_p) // span_c] = True  # samples without their row
+    ok = pc.equal(cases["status"].cast(pa.string()) if cases.num_rows else pa.array([], pa.string()), STATUS_OK)
+    ok = np.asarray(ok.to_numpy(zero_copy_only=False), bool) if cases.num_rows else np.zeros(0, bool)
+    unsampled = c_key[ok & ~np.isin(c_key, sampled)]
+    bad[(unsampled // span_p) // span_c] = True  # an ok attempt without samples
+    return bad
+
+
+def _legacy_runs(cases: pa.Table, counts: np.ndarray) -> np.ndarray:
+    """Per run: whether one of its case ids is an old strict ``fp32`` one that ``_legacy_ids`` renames."""
+    bad = np.zeros(counts.size, bool)
+    if not cases.num_rows:
+        return bad
+    combos = cases.select(["case_id", "workload", "settings"]).group_by(["case_id", "workload", "settings"]).aggregate([])
+    renamed = [c for c, w, st in zip(combos["case_id"].to_pylist(), combos["workload"].to_pylist(), combos["settings"].to_pylist())
+               if legacy_case_id(c, w, st) != c]
+    if renamed:
+        hit = pc.is_in(cases["case_id"].cast(pa.string()), value_set=pa.array(renamed, pa.string()))
+        bad[np.unique(_run_index(counts)[np.asarray(hit.to_numpy(zero_copy_only=False), bool)])] = True
+    return bad
 
 
 def _read_file(folder: Path, kind: str, raw: dict[str, pa.Table]) -> Problem | None:

@@ -124,7 +124,7 @@ def write_cache(root: Path, kinds: tuple[str, ...], runs: list[CachedRun]) -> No
     if not runs:
         return
     try:
-        folder.parent.mkdir(exist_ok=True)
+        folder.parent.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(prefix=f".reporter-v{FORMAT}.", dir=folder.parent))
     except OSError:
         return

@@ -36,13 +36,13 @@ def _count_reads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     import reporter.load as load
 
     seen: list[str] = []
-    real = load._read_run
+    real = load._read_fresh
 
-    def counting(label, folder):
-        seen.append(folder.name)
-        return real(label, folder)
+    def counting(folders, todo, cache):
+        seen.extend(folders[i][1].name for i in todo)
+        return real(folders, todo, cache)
 
-    monkeypatch.setattr(load, "_read_run", counting)
+    monkeypatch.setattr(load, "_read_fresh", counting)
     return seen
 
 
@@ -96,3 +96,9 @@ def test_a_read_only_archive_loads_without_a_cache(archive: Path, monkeypatch: p
     monkeypatch.setattr(run_cache.tempfile, "mkdtemp", lambda **kw: (_ for _ in ()).throw(PermissionError(13, "read-only")))
     _same(load_archive(archive, cache=False), load_archive(archive))
     assert not run_cache.cache_folder(archive).exists()
+
+
+def test_the_cache_folder_is_made_when_it_does_not_exist_yet(archive: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("IMAGEBENCH_CACHE", str(tmp_path / "not" / "there" / "yet"))
+    load_archive(archive)
+    assert (run_cache.cache_folder(archive) / "index.json").is_file()

@@ -327,3 +327,84 @@ def test_hardware_names_are_not_versions_and_failed_comparisons_are_explained(in
     result = build_site(runs, in_tmp / "site", None, workloads=WORKLOADS)
     index = (in_tmp / "site" / "reports" / "index.md").read_text(encoding="utf-8")
     assert result.reports == [] and "no comparison between them could be built" in index
+
+
+# ---- building in proportion to what changed (reporter.build_cache) ---------------------------
+
+
+def _pages(site: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(site)): p.read_bytes() for p in sorted(site.rglob("*")) if p.is_file()}
+
+
+def _count_articles(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    import reporter.build as build
+
+    computed: list[str] = []
+    real = build.compute_article
+
+    def counting(archive, spec, **kwargs):
+        computed.append(f"{spec.baseline}->{spec.candidate}")
+        return real(archive, spec, **kwargs)
+
+    monkeypatch.setattr(build, "compute_article", counting)
+    return computed
+
+
+def test_an_unchanged_rebuild_computes_no_article_and_writes_the_same_pages(
+        in_tmp: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("IMAGEBENCH_CACHE", str(in_tmp / "cache"))
+    runs = copy_runs(in_tmp / "runs")
+    first = build_site(runs, in_tmp / "site", None, workloads=WORKLOADS)
+    pages = _pages(in_tmp / "site")
+    computed = _count_articles(monkeypatch)
+    again = build_site(runs, in_tmp / "site", None, workloads=WORKLOADS)
+    assert computed == [] and again.pages == first.pages
+    assert _pages(in_tmp / "site") == pages
+
+
+def test_only_the_articles_whose_inputs_changed_are_computed_again(in_tmp: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import pyarrow.parquet as pq
+
+    monkeypatch.setenv("IMAGEBENCH_CACHE", str(in_tmp / "cache"))
+    runs = copy_runs(in_tmp / "runs")
+    config = in_tmp / "imagebench.toml"
+    specs = [("golden-2.8.0", "golden-2.9.0", "Old"), ("golden-2.9.0", "golden-2.10.0", "New")]
+    config.write_text("".join(f'[[comparison]]\nbaseline = "{b}"\ncandidate = "{c}"\ntitle = "{t}"\n\n' for b, c, t in specs),
+                      encoding="utf-8")
+    build_site(runs, in_tmp / "site", None, config_path=config, workloads=WORKLOADS)
+    computed = _count_articles(monkeypatch)
+    # One article's specification changes: that article only.
+    config.write_text(config.read_text(encoding="utf-8").replace('title = "New"', 'title = "Newer"'), encoding="utf-8")
+    build_site(runs, in_tmp / "site", None, config_path=config, workloads=WORKLOADS)
+    assert computed == ["golden-2.9.0->golden-2.10.0"] * 2  # in each language
+    # A run changes, is added or goes: every article that reads it (here: all, through the
+    # device's borrow pool), and the pages are those of a build without the cache.
+    computed.clear()
+    run = next((runs / "golden-2.10.0").iterdir())
+    table = pq.read_table(run / "samples.parquet")
+    pq.write_table(table.slice(0, table.num_rows // 2), run / "samples.parquet")
+    build_site(runs, in_tmp / "site", None, config_path=config, workloads=WORKLOADS)
+    assert sorted(set(computed)) == ["golden-2.8.0->golden-2.9.0", "golden-2.9.0->golden-2.10.0"]
+    computed.clear()
+    shutil.rmtree(run)
+    build_site(runs, in_tmp / "site", None, config_path=config, workloads=WORKLOADS)
+    assert "golden-2.8.0->golden-2.9.0" in computed
+    monkeypatch.setenv("IMAGEBENCH_CACHE", str(in_tmp / "fresh-cache"))
+    build_site(runs, in_tmp / "site-fresh", None, config_path=config, workloads=WORKLOADS)
+    assert _pages(in_tmp / "site") == _pages(in_tmp / "site-fresh")
+
+
+def test_a_corrupt_article_entry_is_computed_again(in_tmp: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from reporter import build_cache
+
+    monkeypatch.setenv("IMAGEBENCH_CACHE", str(in_tmp / "cache"))
+    runs = copy_runs(in_tmp / "runs")
+    build_site(runs, in_tmp / "site", None, workloads=WORKLOADS)
+    pages = _pages(in_tmp / "site")
+    entries = sorted((in_tmp / "cache" / f"build-v{build_cache.FORMAT}" / "articles").glob("*.pickle"))
+    assert entries
+    entries[0].write_bytes(entries[0].read_bytes()[:50])
+    computed = _count_articles(monkeypatch)
+    build_site(runs, in_tmp / "site", None, workloads=WORKLOADS)
+    assert len(computed) == 2  # the one article, in both languages
+    assert _pages(in_tmp / "site") == pages
