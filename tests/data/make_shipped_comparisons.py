@@ -3,6 +3,15 @@ from the shipped runs/, so that a change to the reporter's loading or summaries 
 to leave every figure as it was (``tests/test_shipped_comparisons.py``).
 
     PYTHONPATH=. .venv/bin/python tests/data/make_shipped_comparisons.py
+
+The figures must come from the reference reporter, not the one under test: commit 0663d09
+(run-level variance borrowed within a timing method), the last before the columnar loading,
+summary cache and incremental build. When runs are added, recompute them with that reporter
+over the new archive:
+
+    git worktree add /tmp/ref 0663d09 && rm -rf /tmp/ref/runs /tmp/ref/imagebench.toml
+    cp -r runs imagebench.toml /tmp/ref/ && (cd /tmp/ref && PYTHONPATH=. python tests/data/make_shipped_comparisons.py)
+    cp /tmp/ref/tests/data/shipped_comparisons.json tests/data/
 """
 
 from __future__ import annotations
