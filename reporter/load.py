@@ -275,7 +275,8 @@ def _read_fresh(folders: list[tuple[str, Path]], todo: list[int], cache: bool) -
     given: dict[int, dict[str, pa.Table]] = {i: {} for i in todo}
     for kind in (*RUN_FILES, GPU_STATE_FILE):
         these = whole if kind != GPU_STATE_FILE else [i for i in whole if (folders[i][1] / kind).is_file()]
-        scanned = scan_tables(kind, [folders[i][1] / kind for i in these], [folders[i][1].name for i in these])
+        scanned = scan_tables(kind, [folders[i][1] / kind for i in these], [folders[i][1].name for i in these],
+                              dictionary=_CATEGORICAL[kind])
         for j, table in scanned.items():
             given[these[j]][kind] = table
     out: dict[int, _RunTables | Problem] = {}
@@ -286,7 +287,7 @@ def _read_fresh(folders: list[tuple[str, Path]], todo: list[int], cache: bool) -
 
     def read(i: int) -> _RunTables | Problem:
         label, folder = folders[i]
-        r = _read_run(label, folder, given[i])
+        r = _read_run(label, folder, {k: _plain(t, k) for k, t in given[i].items()})
         if isinstance(r, _RunTables):
             r.fingerprint = fps.get(i)
         return r
@@ -296,6 +297,12 @@ def _read_fresh(folders: list[tuple[str, Path]], todo: list[int], cache: bool) -
         for i, r in zip(rest, pool.map(read, rest)):
             out[i] = r
     return out
+
+
+def _plain(table: pa.Table, kind: str) -> pa.Table:
+    """``table`` with its dictionary columns decoded, in ``kind``'s schema: as ``_read_file`` reads one file."""
+    decoded = table.cast(pa.schema([pa.field(f.name, f.type) for f in _SCHEMAS[kind]]))
+    return pa.Table.from_arrays(decoded.columns, schema=_SCHEMAS[kind])
 
 
 def _write_cache(root: Path, valid: list["_RunTables"]) -> None:
@@ -468,7 +475,8 @@ def _legacy_runs(cases: pa.Table, counts: np.ndarray) -> np.ndarray:
     bad = np.zeros(counts.size, bool)
     if not cases.num_rows:
         return bad
-    combos = cases.select(["case_id", "workload", "settings"]).group_by(["case_id", "workload", "settings"]).aggregate([])
+    combos = pa.table({c: cases[c].cast(pa.string()) for c in ("case_id", "workload", "settings")})
+    combos = combos.group_by(["case_id", "workload", "settings"]).aggregate([])
     renamed = [c for c, w, st in zip(combos["case_id"].to_pylist(), combos["workload"].to_pylist(), combos["settings"].to_pylist())
                if legacy_case_id(c, w, st) != c]
     if renamed:
@@ -603,6 +611,8 @@ def _strip_prefix(message: str, path: str) -> str:
 def _encode(table: pa.Table, columns: tuple[str, ...]) -> pa.Table:
     for name in columns:
         i = table.schema.get_field_index(name)
+        if pa.types.is_dictionary(table.schema.field(i).type):
+            continue  # read as Parquet stored it (reporter.scan)
         table = table.set_column(i, name, pc.dictionary_encode(table.column(name)))
     return table
 
