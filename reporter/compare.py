@@ -510,8 +510,11 @@ def _borrow_pool(archive: Archive, sides: dict[str, Archive]) -> pd.DataFrame:
         return pd.DataFrame()
     keep = same[group.isin(groups)]
     ids = set(keep["run_id"].astype(str))
-    sub = replace(archive, runs=keep.reset_index(drop=True), environment=_rows_of(archive.environment, ids),
-                  cases=_rows_of(archive.cases, ids), samples=_rows_of(archive.samples, ids))
+    if len(ids) == len(archive.runs):  # every run of the archive: no copy of its samples
+        sub = archive
+    else:
+        sub = replace(archive, runs=keep.reset_index(drop=True), environment=_rows_of(archive.environment, ids),
+                      cases=_rows_of(archive.cases, ids), samples=_rows_of(archive.samples, ids))
     pool = _ranked(sub)
     if pool.empty:
         return pool
