@@ -405,28 +405,32 @@ def _read_scanned(folders: list[tuple[str, Path]], given: dict[int, dict[str, pa
     included); what ``_read_run`` checks across them is done here for all runs at once:
     one row per attempt, a row for every sampled attempt, samples for every ok attempt, no
     legacy case id to rename. A run that fails any of it is left for ``_read_run``, which
-    names the problem. The environment is redacted and the repeated strings dictionary
-    encoded once for all of them; each run's tables are slices of the joint ones.
+    names the problem. The environment is redacted once for all of them; the repeated
+    strings come dictionary encoded from the scan.
     """
     kinds = (*RUN_FILES, GPU_STATE_FILE)
     chosen = [i for i, files in given.items() if all(k in files for k in RUN_FILES)
               and (GPU_STATE_FILE in files or not (folders[i][1] / GPU_STATE_FILE).exists())]
     if not chosen:
         return {}
-    joint = {k: pa.concat_tables([given[i][k] for i in chosen if k in given[i]] or [_SCHEMAS[k].empty_table()]) for k in kinds}
-    counts = {k: np.array([given[i][k].num_rows if k in given[i] else 0 for i in chosen], np.int64) for k in kinds}
-    joint[ENVIRONMENT_FILE] = _redact_environment(joint[ENVIRONMENT_FILE])
-    for k in kinds:
-        joint[k] = _encode(joint[k], _CATEGORICAL[k])
+    # Each run keeps its own tables (slicing joint tables of thousands of chunks costs a walk
+    # over the chunks per slice); the joint ones, concatenated without a copy, are for the checks.
+    counts = {k: np.array([given[i][k].num_rows if k in given[i] else 0 for i in chosen], np.int64) for k in RUN_FILES}
+    joint = {k: pa.concat_tables([given[i][k] for i in chosen]) for k in RUN_FILES}
+    redacted = _redact_environment(joint[ENVIRONMENT_FILE])
+    env_starts = np.cumsum(counts[ENVIRONMENT_FILE]) - counts[ENVIRONMENT_FILE]
     bad = _bad_attempts(joint[CASES_FILE], counts[CASES_FILE], joint[SAMPLES_FILE], counts[SAMPLES_FILE])
     bad |= _legacy_runs(joint[CASES_FILE], counts[CASES_FILE])
-    starts = {k: np.cumsum(counts[k]) - counts[k] for k in kinds}
+    no_gpu_state = _encode(GPU_STATE_SCHEMA.empty_table(), _CATEGORICAL[GPU_STATE_FILE])
     out = {}
     for j, i in enumerate(chosen):
         if bad[j]:
             continue
         label, folder = folders[i]
-        tables = {k: joint[k].slice(int(starts[k][j]), int(counts[k][j])) for k in kinds}
+        tables = {k: _encode(given[i][k], _CATEGORICAL[k]) if k in given[i] else no_gpu_state for k in kinds}
+        if redacted is not joint[ENVIRONMENT_FILE]:  # some value redacted now: this run's rows of the redacted table
+            tables[ENVIRONMENT_FILE] = _encode(redacted.slice(int(env_starts[j]), int(counts[ENVIRONMENT_FILE][j])),
+                                               _CATEGORICAL[ENVIRONMENT_FILE])
         out[i] = _RunTables(label, folder.name, folder, tables)
     return out
 
