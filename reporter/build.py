@@ -208,8 +208,16 @@ def build_site(
             neighbours.setdefault(spec.device or "", {})[(spec.baseline, spec.candidate)] = compare(spec)
         except ReporterError:
             continue
-    run_summaries = {str(r): compute_summaries(restrict(archive, frozenset([str(r)]))) for r in archive.runs["run_id"]}
-    trend_inputs = [TrendInput(cls, compute_summaries(restrict(archive, cls.run_ids)), neighbours.get(cls.name, {}))
+    def summaries_of(run_ids: list[str]) -> Any:  # from the build cache while those runs are unchanged
+        key = compute_key("summaries", str(archive.root), [(r, run_fps[r]) for r in sorted(run_ids)])
+        found = load_entry("summaries", key)
+        if found is None:
+            found = compute_summaries(restrict(archive, frozenset(run_ids)))
+            store_entry("summaries", key, found)
+        return found
+
+    run_summaries = {str(r): summaries_of([str(r)]) for r in archive.runs["run_id"]}
+    trend_inputs = [TrendInput(cls, summaries_of(sorted(cls.run_ids)), neighbours.get(cls.name, {}))
                     for cls in selection.classes]
     timings["compare"], clock = time.perf_counter() - clock, time.perf_counter()
     say(f"{reused} of {len(articles) // len(languages)} article(s) unchanged since an earlier build, taken from the build cache")
@@ -295,10 +303,32 @@ def build_site(
                          [r["page"] for r in reports[site_lang]], skipped, len(archive.problems), len(chart_files), timings)
     if public_dir is not None:
         clock = time.perf_counter()
-        publish_site(Path(public_dir), lambda folder: build_public(
-            site, folder, [LanguageBuild(x, navs[x]) for x in languages], root_lang=site_lang, base_config=mkdocs_config))
+        # MkDocs only when its input changed: every file of the site folder, the navigation,
+        # the languages and the base config, against what the public folder (unchanged
+        # since: its fingerprint) was last built from.
+        base = Path(mkdocs_config) if mkdocs_config is not None else REPO_ROOT / "mkdocs.yml"
+        public_key = compute_key("public", str(Path(public_dir).resolve()))
+        inputs = compute_key("public-inputs", _folder_digest(site), navs, languages, site_lang,
+                             base.read_bytes() if base.is_file() else None)
+        if load_entry("public", public_key) == (inputs, fingerprint(Path(public_dir))):
+            say(f"the site's sources are those {public_dir} was built from: mkdocs not run")
+        else:
+            publish_site(Path(public_dir), lambda folder: build_public(
+                site, folder, [LanguageBuild(x, navs[x]) for x in languages], root_lang=site_lang, base_config=mkdocs_config))
+            store_entry("public", public_key, (inputs, fingerprint(Path(public_dir))))
         timings["mkdocs"] = time.perf_counter() - clock
     return result
+
+
+def _folder_digest(folder: Path) -> str:
+    """A hash of every file's path and content under ``folder``."""
+    import hashlib
+
+    h = hashlib.sha256()
+    for path in sorted(p for p in folder.rglob("*") if p.is_file()):
+        h.update(str(path.relative_to(folder)).encode("utf-8", "surrogateescape") + b"\x00")
+        h.update(hashlib.sha256(path.read_bytes()).digest())
+    return h.hexdigest()
 
 
 def _languages(root: str, chosen: Sequence[str] | None) -> tuple[str, ...]:

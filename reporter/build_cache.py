@@ -6,7 +6,8 @@ hash of everything that goes into them, so a stale entry is never found, only le
 behind (an entry's key changes when any input does):
 
 * ``articles/<key>.pickle``: one article's comparison and its computed article in every
-  language. The key holds the reporter's version and this module's ``FORMAT``, the
+  language. The key holds the reporter's version, a hash of its source files (and the
+  collector's) and this module's ``FORMAT``, the
   article's specification, titles, languages, build command, the workload registry it
   was given, the problems of the archive, and the identity of every run the article
   reads (id and the fingerprint of its folder: names, sizes, inodes, times of its files,
@@ -16,6 +17,11 @@ behind (an entry's key changes when any input does):
 * ``charts/<key>.svg``: one chart's SVG; the key is the hash of its Vega-Lite
   specification and the renderer's version, so a chart is rendered once whatever page
   shows it, and never again while its specification is unchanged.
+* ``summaries/<key>.pickle``: ``compute_summaries`` of a set of runs (one run's, for its
+  page; a device class's, for the trends), keyed by those runs' identities as above.
+* ``public/<key>.pickle``: per public folder, the hash of what MkDocs last built it from
+  (every file of the site folder, the navigation, the languages, the base config) and
+  the fingerprint of the folder it wrote; when both still hold, MkDocs is not run.
 
 An entry that does not read (truncated, corrupt, another format) is recomputed and
 written anew; a cache folder that cannot be written only costs the next build its speed.
@@ -28,6 +34,7 @@ import json
 import os
 import pickle
 import tempfile
+from functools import lru_cache
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -40,10 +47,23 @@ def _folder(kind: str) -> Path:
     return cache_base() / f"build-v{FORMAT}" / kind
 
 
-def compute_key(*parts: Any) -> str:
-    """A hash of ``parts`` (anything ``repr`` describes faithfully), with the reporter's version and format."""
+@lru_cache(maxsize=1)
+def code_digest() -> str:
+    """A hash of the reporter's and the collector's source files: a checkout's edits count as a new version."""
     h = hashlib.sha256()
-    for part in (FORMAT, _reporter_version(), *parts):
+    here = Path(__file__).resolve().parent
+    for path in sorted([*here.rglob("*.py"), *(here.parent / "collector").glob("*.py")]):
+        try:
+            h.update(path.name.encode() + b"\x00" + path.read_bytes())
+        except OSError:
+            h.update(path.name.encode() + b"\x00?")
+    return h.hexdigest()
+
+
+def compute_key(*parts: Any) -> str:
+    """A hash of ``parts`` (anything ``repr`` describes faithfully), with the reporter's version, its code and format."""
+    h = hashlib.sha256()
+    for part in (FORMAT, _reporter_version(), code_digest(), *parts):
         h.update(repr(part).encode("utf-8", "surrogateescape"))
         h.update(b"\x00")
     return h.hexdigest()[:40]

@@ -275,7 +275,8 @@ def _read_fresh(folders: list[tuple[str, Path]], todo: list[int], cache: bool) -
     given: dict[int, dict[str, pa.Table]] = {i: {} for i in todo}
     for kind in (*RUN_FILES, GPU_STATE_FILE):
         these = whole if kind != GPU_STATE_FILE else [i for i in whole if (folders[i][1] / kind).is_file()]
-        scanned = scan_tables(kind, [folders[i][1] / kind for i in these], [folders[i][1].name for i in these])
+        scanned = scan_tables(kind, [folders[i][1] / kind for i in these], [folders[i][1].name for i in these],
+                              dictionary=_CATEGORICAL[kind])
         for j, table in scanned.items():
             given[these[j]][kind] = table
     out: dict[int, _RunTables | Problem] = {}
@@ -286,7 +287,7 @@ def _read_fresh(folders: list[tuple[str, Path]], todo: list[int], cache: bool) -
 
     def read(i: int) -> _RunTables | Problem:
         label, folder = folders[i]
-        r = _read_run(label, folder, given[i])
+        r = _read_run(label, folder, {k: _plain(t, k) for k, t in given[i].items()})
         if isinstance(r, _RunTables):
             r.fingerprint = fps.get(i)
         return r
@@ -296,6 +297,12 @@ def _read_fresh(folders: list[tuple[str, Path]], todo: list[int], cache: bool) -
         for i, r in zip(rest, pool.map(read, rest)):
             out[i] = r
     return out
+
+
+def _plain(table: pa.Table, kind: str) -> pa.Table:
+    """``table`` with its dictionary columns decoded, in ``kind``'s schema: as ``_read_file`` reads one file."""
+    decoded = table.cast(pa.schema([pa.field(f.name, f.type) for f in _SCHEMAS[kind]]))
+    return pa.Table.from_arrays(decoded.columns, schema=_SCHEMAS[kind])
 
 
 def _write_cache(root: Path, valid: list["_RunTables"]) -> None:
@@ -398,28 +405,32 @@ def _read_scanned(folders: list[tuple[str, Path]], given: dict[int, dict[str, pa
     included); what ``_read_run`` checks across them is done here for all runs at once:
     one row per attempt, a row for every sampled attempt, samples for every ok attempt, no
     legacy case id to rename. A run that fails any of it is left for ``_read_run``, which
-    names the problem. The environment is redacted and the repeated strings dictionary
-    encoded once for all of them; each run's tables are slices of the joint ones.
+    names the problem. The environment is redacted once for all of them; the repeated
+    strings come dictionary encoded from the scan.
     """
     kinds = (*RUN_FILES, GPU_STATE_FILE)
     chosen = [i for i, files in given.items() if all(k in files for k in RUN_FILES)
               and (GPU_STATE_FILE in files or not (folders[i][1] / GPU_STATE_FILE).exists())]
     if not chosen:
         return {}
-    joint = {k: pa.concat_tables([given[i][k] for i in chosen if k in given[i]] or [_SCHEMAS[k].empty_table()]) for k in kinds}
-    counts = {k: np.array([given[i][k].num_rows if k in given[i] else 0 for i in chosen], np.int64) for k in kinds}
-    joint[ENVIRONMENT_FILE] = _redact_environment(joint[ENVIRONMENT_FILE])
-    for k in kinds:
-        joint[k] = _encode(joint[k], _CATEGORICAL[k])
+    # Each run keeps its own tables (slicing joint tables of thousands of chunks costs a walk
+    # over the chunks per slice); the joint ones, concatenated without a copy, are for the checks.
+    counts = {k: np.array([given[i][k].num_rows if k in given[i] else 0 for i in chosen], np.int64) for k in RUN_FILES}
+    joint = {k: pa.concat_tables([given[i][k] for i in chosen]) for k in RUN_FILES}
+    redacted = _redact_environment(joint[ENVIRONMENT_FILE])
+    env_starts = np.cumsum(counts[ENVIRONMENT_FILE]) - counts[ENVIRONMENT_FILE]
     bad = _bad_attempts(joint[CASES_FILE], counts[CASES_FILE], joint[SAMPLES_FILE], counts[SAMPLES_FILE])
     bad |= _legacy_runs(joint[CASES_FILE], counts[CASES_FILE])
-    starts = {k: np.cumsum(counts[k]) - counts[k] for k in kinds}
+    no_gpu_state = _encode(GPU_STATE_SCHEMA.empty_table(), _CATEGORICAL[GPU_STATE_FILE])
     out = {}
     for j, i in enumerate(chosen):
         if bad[j]:
             continue
         label, folder = folders[i]
-        tables = {k: joint[k].slice(int(starts[k][j]), int(counts[k][j])) for k in kinds}
+        tables = {k: _encode(given[i][k], _CATEGORICAL[k]) if k in given[i] else no_gpu_state for k in kinds}
+        if redacted is not joint[ENVIRONMENT_FILE]:  # some value redacted now: this run's rows of the redacted table
+            tables[ENVIRONMENT_FILE] = _encode(redacted.slice(int(env_starts[j]), int(counts[ENVIRONMENT_FILE][j])),
+                                               _CATEGORICAL[ENVIRONMENT_FILE])
         out[i] = _RunTables(label, folder.name, folder, tables)
     return out
 
@@ -468,7 +479,8 @@ def _legacy_runs(cases: pa.Table, counts: np.ndarray) -> np.ndarray:
     bad = np.zeros(counts.size, bool)
     if not cases.num_rows:
         return bad
-    combos = cases.select(["case_id", "workload", "settings"]).group_by(["case_id", "workload", "settings"]).aggregate([])
+    combos = pa.table({c: cases[c].cast(pa.string()) for c in ("case_id", "workload", "settings")})
+    combos = combos.group_by(["case_id", "workload", "settings"]).aggregate([])
     renamed = [c for c, w, st in zip(combos["case_id"].to_pylist(), combos["workload"].to_pylist(), combos["settings"].to_pylist())
                if legacy_case_id(c, w, st) != c]
     if renamed:
@@ -603,6 +615,8 @@ def _strip_prefix(message: str, path: str) -> str:
 def _encode(table: pa.Table, columns: tuple[str, ...]) -> pa.Table:
     for name in columns:
         i = table.schema.get_field_index(name)
+        if pa.types.is_dictionary(table.schema.field(i).type):
+            continue  # read as Parquet stored it (reporter.scan)
         table = table.set_column(i, name, pc.dictionary_encode(table.column(name)))
     return table
 

@@ -27,27 +27,43 @@ import pyarrow.compute as pc
 from collector.schema import ADDED_COLUMNS, METRICS, READABLE_SCHEMA_VERSIONS, SAMPLES_FILE, SCHEMAS, validate_table
 
 
-def scan_tables(kind: str, paths: list[Path], run_ids: list[str]) -> dict[int, pa.Table]:
+def scan_tables(kind: str, paths: list[Path], run_ids: list[str], dictionary: tuple[str, ...] = ()) -> dict[int, pa.Table]:
     """The validated table of ``paths[i]`` (a run's ``kind`` file, whose run is ``run_ids[i]``) by ``i``.
 
-    Tables are in the kind's schema without metadata, as ``reporter.load`` reads one file.
+    Tables are in the kind's schema without metadata, as ``reporter.load`` reads one file,
+    except that the string columns named in ``dictionary`` are read as Parquet stores
+    them, dictionary encoded (``dictionary<int32, string>``: no string per row is made).
     An index is absent when its file is missing, damaged or invalid (read it file by file).
     """
-    schema = SCHEMAS[kind]
-    fragments = _good_fragments(schema, ADDED_COLUMNS.get(kind, ()), paths, run_ids)
+    plain = SCHEMAS[kind]
+    schema = pa.schema([pa.field(f.name, pa.dictionary(pa.int32(), f.type)) if f.name in dictionary else f
+                        for f in plain])  # nullable, as reporter.load's own encoding makes them
+    fragments = _good_fragments(plain, ADDED_COLUMNS.get(kind, ()), paths, run_ids)
     if not fragments:
         return {}
     try:
-        dataset = ds.FileSystemDataset(list(fragments.values()), schema, ds.ParquetFileFormat(), pafs.LocalFileSystem())
+        fmt = ds.ParquetFileFormat(read_options=ds.ParquetReadOptions(dictionary_columns=list(dictionary)))
+        dataset = ds.FileSystemDataset(list(fragments.values()), schema, fmt, pafs.LocalFileSystem())
         batches: dict[str, list[pa.RecordBatch]] = {}
         for tagged in dataset.scanner(columns=schema.names, use_threads=True).scan_batches():
             batches.setdefault(tagged.fragment.path, []).append(tagged.record_batch)
     except (pa.ArrowException, OSError, ValueError):  # a damaged page: every run the old way
         return {}
     tables = {i: pa.Table.from_batches(batches.get(f.path, []), schema) for i, f in fragments.items()}
-    if not _valid(kind, pa.concat_tables(tables.values()), "all runs"):
-        tables = {i: t for i, t in tables.items() if _valid(kind, t, str(paths[i]))}
-    return tables
+    # Checked in groups of files (their strings decoded a group at a time, so memory stays
+    # small), each file alone only in a group that fails.
+    out: dict[int, pa.Table] = {}
+    order = list(tables)
+    for at in range(0, len(order), _GROUP):
+        group = order[at:at + _GROUP]
+        if _valid(kind, pa.concat_tables([tables[i] for i in group]), "a group of runs"):
+            out.update((i, tables[i]) for i in group)
+        else:
+            out.update((i, tables[i]) for i in group if _valid(kind, tables[i], str(paths[i])))
+    return out
+
+
+_GROUP = 256  # files checked together
 
 
 def _good_fragments(expected: pa.Schema, added: tuple[str, ...], paths: list[Path], run_ids: list[str]) -> dict[int, ds.ParquetFileFragment]:
@@ -83,6 +99,8 @@ def _valid(kind: str, table: pa.Table, where: str) -> bool:
     (and, for samples, holds each metric in its own unit and direction)."""
     meta = {"schema_version": str(READABLE_SCHEMA_VERSIONS[-1]), "run_id": "scan"}
     try:
+        # Strings decoded from the dictionaries, every column nullable (the check names nulls).
+        table = table.cast(pa.schema([pa.field(f.name, f.type) for f in SCHEMAS[kind]]))
         _check_strings(table, f"{where}: ")
         validate_table(kind, table.replace_schema_metadata(meta), where=where)
         if kind == SAMPLES_FILE and table.num_rows:

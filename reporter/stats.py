@@ -134,24 +134,29 @@ def sort_within_groups(groups: ArrayLike, values: ArrayLike) -> np.ndarray:
     n = g.size
     if n < 2:
         return np.arange(n, dtype=np.intp)
-    if bool(np.all(g[1:] >= g[:-1])):
+    identity = bool(np.all(g[1:] >= g[:-1]))
+    if identity:
         order = np.arange(n, dtype=np.intp)
     elif g.dtype.kind in "iu" and g.min() >= 0 and g.max() < 2**16:
         order = np.argsort(g.astype(np.uint16), kind="stable")  # a radix sort: the same permutation, faster
     else:
         order = np.argsort(g, kind="stable")
-    gs = g[order]
+    gs = g if identity else g[order]
     starts = np.flatnonzero(np.r_[True, gs[1:] != gs[:-1]])
+    del gs
     sizes = np.diff(np.r_[starts, n])
     distinct = np.unique(sizes)
     if distinct.size > 64:
         return np.lexsort((v, g))
-    vs = v[order]
+    vs = v if identity else v[order]
     out = order.copy()
     for size in distinct[distinct > 1]:
-        idx = starts[sizes == size][:, None] + np.arange(size)
-        within = np.argsort(vs[idx], axis=1, kind="stable")
-        out[idx] = order[np.take_along_axis(idx, within, axis=1)]
+        first = starts[sizes == size]
+        step = max(1, (1 << 20) // int(size))  # a million values at a time: the matrices stay small
+        for at in range(0, first.size, step):
+            idx = first[at:at + step, None] + np.arange(size)
+            within = np.argsort(vs[idx], axis=1, kind="stable")
+            out[idx] = order[np.take_along_axis(idx, within, axis=1)]
     return out
 
 

@@ -29,7 +29,7 @@ def _same(a: load.Archive, b: load.Archive) -> None:
 
 def _file_by_file(monkeypatch: pytest.MonkeyPatch, root: Path) -> load.Archive:
     with monkeypatch.context() as m:
-        m.setattr(load, "scan_tables", lambda kind, paths, run_ids: {})
+        m.setattr(load, "scan_tables", lambda kind, paths, run_ids, dictionary=(): {})
         return load_archive(root, cache=False)
 
 
@@ -79,3 +79,14 @@ def test_a_run_missing_samples_of_an_ok_attempt_leaves_the_bulk_path_named(runs:
     assert BAD_LABEL in archive.labels()
     (problem,) = archive.problems
     assert problem.path == str(folder / s.SAMPLES_FILE) and "recorded ok in cases.parquet but have no samples" in problem.reason
+
+
+def test_the_scan_reads_repeated_strings_as_dictionaries(tmp_path: Path) -> None:
+    import pyarrow as pa
+
+    folders = sorted(p for p in GOLDEN.glob("[!.]*/*") if p.is_dir())
+    got = scan_tables(s.SAMPLES_FILE, [f / s.SAMPLES_FILE for f in folders], [f.name for f in folders],
+                      dictionary=("case_id", "metric"))
+    assert pa.types.is_dictionary(got[0].schema.field("case_id").type)
+    plain = scan_tables(s.SAMPLES_FILE, [f / s.SAMPLES_FILE for f in folders], [f.name for f in folders])
+    assert got[0].cast(plain[0].schema.remove_metadata()).to_pylist() == plain[0].to_pylist()

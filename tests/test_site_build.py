@@ -408,3 +408,22 @@ def test_a_corrupt_article_entry_is_computed_again(in_tmp: Path, monkeypatch: py
     build_site(runs, in_tmp / "site", None, workloads=WORKLOADS)
     assert len(computed) == 2  # the one article, in both languages
     assert _pages(in_tmp / "site") == pages
+
+
+def test_mkdocs_runs_only_when_the_site_sources_or_the_public_folder_changed(
+        in_tmp: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("IMAGEBENCH_CACHE", str(in_tmp / "cache"))
+    public, said = in_tmp / "public", []
+    build_site(GOLDEN_RUNS, in_tmp / "site", public, workloads=WORKLOADS, languages=["en"], log=said.append)
+    page = public / "reports" / "golden-2.8.0--vs--golden-2.9.0" / "index.html"
+    first = page.read_bytes()
+    build_site(GOLDEN_RUNS, in_tmp / "site", public, workloads=WORKLOADS, languages=["en"], log=said.append)
+    assert any("mkdocs not run" in s for s in said) and page.read_bytes() == first
+    said.clear()
+    (in_tmp / "site" / "notes.md").write_text("# Mine\n", encoding="utf-8")  # a hand-written page: new input
+    build_site(GOLDEN_RUNS, in_tmp / "site", public, workloads=WORKLOADS, languages=["en"], log=said.append)
+    assert not any("mkdocs not run" in s for s in said) and (public / "notes" / "index.html").is_file()
+    said.clear()
+    page.unlink()  # the public folder changed since: built again
+    build_site(GOLDEN_RUNS, in_tmp / "site", public, workloads=WORKLOADS, languages=["en"], log=said.append)
+    assert not any("mkdocs not run" in s for s in said) and page.read_bytes() == first
