@@ -279,9 +279,10 @@ def _cached_units(archive: Archive) -> pd.DataFrame | None:
         fresh = fresh.assign(run_id=fresh["run_id"].astype(str)).sort_values(
             ["run_id", "case_id", "metric", "process"], kind="stable")
         by_run = dict(iter(fresh.groupby("run_id", sort=False)))
-        new = {archive.run_keys[r]: by_run.get(r, fresh.iloc[0:0]).reset_index(drop=True) for r in missing}
-        store.put("units", new, owner="run_id")
-        have.update(new)
+        new = {archive.run_keys[r]: (by_run.get(r, fresh.iloc[0:0]).reset_index(drop=True), [archive.run_keys[r]])
+               for r in missing}
+        store.put("units", new)
+        have.update({k: v[0] for k, v in new.items()})
     parts = [have[k] for k in keys]
     return pd.concat(parts, ignore_index=True) if parts else None
 
@@ -313,9 +314,10 @@ def compute_summaries(archive: Archive, *, confidence: float = 0.95) -> pd.DataF
         if missing:
             ids = {r for label in missing for r in run_ids[label]}
             fresh = _pooled_summaries(_restricted(archive, ids), confidence)
-            new = {keys[label]: fresh[fresh["label"] == label].reset_index(drop=True) for label in missing}
-            store.put("labels", new, owner="label")
-            have.update(new)
+            new = {keys[label]: (fresh[fresh["label"] == label].reset_index(drop=True),
+                                 [archive.run_keys[r] for r in run_ids[label]]) for label in missing}
+            store.put("labels", new)
+            have.update({k: v[0] for k, v in new.items()})
         out = pd.concat([have[keys[label]] for label in sorted(keys)], ignore_index=True)
     if out.empty:
         return pd.DataFrame({c: [] for c in SUMMARY_COLUMNS})

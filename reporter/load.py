@@ -684,7 +684,7 @@ def _assemble(root: Path, valid: list[_RunTables], problems: list[Problem], cach
         problems=problems,
         gpu_state=frames[GPU_STATE_FILE],
         run_keys=keys,
-        summaries=SummaryCache(root) if cache else None,
+        summaries=SummaryCache(root, set(keys.values())) if cache else None,
     )
 
 

@@ -12,7 +12,8 @@ A run's key hashes its label, id and folder fingerprint (``reporter.run_cache``)
 label's key hashes its runs' keys and the confidence level. Both also hold ``FORMAT``,
 the reporter's version and a hash of its source (``reporter.build_cache.compute_key``),
 so a changed run, a new or deleted run of a label, or a new reporter misses and is
-computed again. Each folder is replaced whole and atomically; one that does not read or
+computed again; an entry that rests on a run no longer in the archive as loaded is dropped
+at the next write. Each folder is replaced whole and atomically; one that does not read or
 does not match its index is ignored and written anew, never trusted.
 """
 
@@ -31,7 +32,7 @@ import pyarrow.parquet as pq
 from reporter.build_cache import compute_key
 from reporter.run_cache import cache_folder
 
-FORMAT = 1  # bump when what _units or the label summaries hold (or how they are stored here) changes
+FORMAT = 2  # bump when what _units or the label summaries hold (or how they are stored here) changes
 
 
 def run_key(label: str, run_id: str, fingerprint: list[list[Any]]) -> str:
@@ -45,27 +46,32 @@ def label_key(run_keys: list[str], confidence: float) -> str:
 
 
 class SummaryCache:
-    """The summaries cache of one archive: entries read once, on first use, and written back whole."""
+    """The summaries cache of one archive: entries read once, on first use, and written back whole.
 
-    def __init__(self, root: Path) -> None:
+    ``live``: the keys of the archive's runs as loaded. An entry that rests on a run not
+    among them (changed or deleted since) is dropped at the next write; the others stay,
+    whichever selection of the archive wrote them.
+    """
+
+    def __init__(self, root: Path, live: set[str] | None = None) -> None:
         base = cache_folder(root)
         self.folder = base.parent.parent / f"summaries-v{FORMAT}" / base.name
-        self._entries: dict[str, dict[str, pd.DataFrame]] = {}
+        self.live = live
+        self._entries: dict[str, dict[str, tuple[pd.DataFrame, list[str]]]] = {}
 
     def get(self, kind: str, keys: list[str]) -> dict[str, pd.DataFrame]:
         """The entries of ``kind`` (``units`` or ``labels``) stored under any of ``keys``."""
         entries = self._read(kind)
-        return {k: entries[k] for k in keys if k in entries}
+        return {k: entries[k][0] for k in keys if k in entries}
 
-    def put(self, kind: str, new: dict[str, pd.DataFrame], owner: str) -> None:
-        """Store ``new``, in place of the older entries of the same runs or labels (their ``owner`` column)."""
-        replaced = {str(v[owner].iloc[0]) for v in new.values() if len(v)}
-        entries = {k: v for k, v in self._read(kind).items() if not (len(v) and str(v[owner].iloc[0]) in replaced)}
+    def put(self, kind: str, new: dict[str, tuple[pd.DataFrame, list[str]]]) -> None:
+        """Store ``new`` (key: the frame and the keys of the runs it rests on) and write the folder."""
+        entries = {k: v for k, v in self._read(kind).items() if self.live is None or set(v[1]) <= self.live}
         entries.update(new)
         self._entries[kind] = entries
         _write(self.folder / kind, entries)
 
-    def _read(self, kind: str) -> dict[str, pd.DataFrame]:
+    def _read(self, kind: str) -> dict[str, tuple[pd.DataFrame, list[str]]]:
         if kind not in self._entries:
             self._entries[kind] = _read(self.folder / kind)
         return self._entries[kind]
@@ -81,16 +87,16 @@ def _read(folder: Path) -> dict[str, pd.DataFrame]:
             return {}
         frame = table.to_pandas()
         out = {}
-        for key, (start, n) in index["entries"].items():
-            if start < 0 or n < 0 or start + n > len(frame):
+        for key, (start, n, runs) in index["entries"].items():
+            if start < 0 or n < 0 or start + n > len(frame) or not all(isinstance(r, str) for r in runs):
                 return {}
-            out[key] = frame.iloc[start:start + n].reset_index(drop=True)
+            out[key] = (frame.iloc[start:start + n].reset_index(drop=True), runs)
         return out
     except Exception:  # missing, corrupt, or of another layout: rebuilt, never trusted
         return {}
 
 
-def _write(folder: Path, entries: dict[str, pd.DataFrame]) -> None:
+def _write(folder: Path, entries: dict[str, tuple[pd.DataFrame, list[str]]]) -> None:
     try:
         folder.parent.mkdir(parents=True, exist_ok=True)
         tmp: Path | None = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", dir=folder.parent))
@@ -98,14 +104,14 @@ def _write(folder: Path, entries: dict[str, pd.DataFrame]) -> None:
         return
     try:
         spans, start = {}, 0
-        frames = [df for df in entries.values() if len(df)]
-        for key, df in entries.items():
-            spans[key] = [start, len(df)]
+        frames = [df for df, _ in entries.values() if len(df)]
+        for key, (df, runs) in entries.items():
+            spans[key] = [start, len(df), list(runs)]
             start += len(df)
         if frames:
             frame = pd.concat(frames, ignore_index=True)
         else:
-            frame = next(iter(entries.values()), pd.DataFrame()).iloc[0:0]
+            frame = next(iter(entries.values()), (pd.DataFrame(), []))[0].iloc[0:0]
         pq.write_table(pa.Table.from_pandas(frame, preserve_index=False), tmp / "data.parquet")
         (tmp / "index.json").write_text(json.dumps({"format": FORMAT, "rows": start, "entries": spans}), encoding="utf-8")
         old = None

@@ -111,3 +111,15 @@ def test_a_corrupt_cache_is_rebuilt(archive: Path, monkeypatch: pytest.MonkeyPat
     b = load_archive(archive)
     _same(plain, _report(b))
     assert units == [] and labels == [] and not b.samples_loaded
+
+
+def test_summaries_of_a_selection_leave_those_of_the_whole_labels(archive: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from reporter.config import restrict
+
+    a = load_archive(archive)
+    compute_summaries(a)
+    compute_summaries(restrict(a, frozenset([str(a.runs["run_id"].iloc[0])])))  # one run: an entry of its own
+    units, labels = _spy(monkeypatch)
+    b = load_archive(archive)
+    compute_summaries(b)
+    assert labels == [] and not b.samples_loaded
