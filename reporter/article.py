@@ -621,8 +621,11 @@ def _numerics(sides: Mapping[str, Archive], spec: ComparisonSpec, t: Catalogue, 
         if key not in cache:  # a label is on one side of several articles: summarise it once
             from dataclasses import replace
 
-            informational = replace(a, samples=a.samples[a.samples["better"] == BETTER_NONE].reset_index(drop=True))
-            cache[key] = compute_summaries(informational)
+            if a.summaries is not None:  # the cached summaries of its labels hold every metric: no samples read
+                cache[key] = compute_summaries(a)
+            else:
+                informational = replace(a, samples=a.samples[a.samples["better"] == BETTER_NONE].reset_index(drop=True))
+                cache[key] = compute_summaries(informational)
         s = cache[key]
         frames[role] = s[s["better"] == BETTER_NONE][["case_id", "workload", "params", "metric", "median"]]
     merged = frames["baseline"].merge(frames["candidate"][["case_id", "metric", "median"]], on=["case_id", "metric"],

@@ -100,6 +100,45 @@ class _Selection:
     chosen_by: str
 
 
+# Fewer articles than this are computed in the build's own process: a spawned child spends
+# seconds importing the reporter and reading the archive before its first article.
+PARALLEL_ARTICLES = 8
+
+
+def _articles_of(
+    archive: Archive, specs: list[tuple[ComparisonSpec, dict[str, str]]], languages: list[str], families: dict[str, str],
+    titles: dict[str, str], build_command: str, compare: Callable[[ComparisonSpec], Comparison], shared: dict[Any, Any],
+) -> list[tuple[Comparison, dict[str, Any]] | ReporterError]:
+    """Per spec: its comparison and its article in every language, or the ReporterError that skips it."""
+    out: list[tuple[Comparison, dict[str, Any]] | ReporterError] = []
+    for spec, spec_titles in specs:
+        try:
+            comparison = compare(spec)
+        except ReporterError as e:
+            out.append(e)
+            continue
+        per_lang = {page_lang: compute_article(restrict(archive, spec.run_ids), replace(spec, title=spec_titles.get(page_lang)),
+                                               comparison=comparison, families=families, titles=titles, lang=page_lang,
+                                               build_command=build_command, cache=shared)
+                    for page_lang in languages}  # every article in every language
+        out.append((comparison, per_lang))
+    return out
+
+
+def _compute_articles(
+    root: str, specs: list[tuple[ComparisonSpec, dict[str, str]]], languages: list[str], families: dict[str, str],
+    titles: dict[str, str], build_command: str,
+) -> list[tuple[Comparison, dict[str, Any]] | ReporterError]:
+    """``_articles_of`` in a child process: the archive read again there (from the caches its parent just filled)."""
+    archive = load_archive(root)
+
+    def compare(spec: ComparisonSpec) -> Comparison:
+        return compare_labels(restrict(archive, spec.run_ids), spec.baseline, spec.candidate, noise=spec.noise,
+                              single_band=spec.single_band, correction=spec.correction)
+
+    return _articles_of(archive, specs, languages, families, titles, build_command, compare, {})
+
+
 def build_site(
     runs_dir: Path | str,
     site_dir: Path | str = "site",
@@ -173,28 +212,47 @@ def build_site(
     run_fps = {str(r.run_id): fingerprint(Path(r.path)) for r in archive.runs.itertuples()}
     problems = [(p.path, p.reason) for p in archive.problems]
     reused = 0
+    todo = []
     for spec, spec_titles in _articles(selection.specs, site_lang):
         ids = sorted(run_fps) if spec.run_ids is None else sorted(set(spec.run_ids) & set(run_fps))
         key = compute_key("article", str(archive.root), spec, sorted(spec_titles.items()), languages, build_command,
                           sorted(families.items()), sorted(titles.items()), problems, [(r, run_fps[r]) for r in ids])
         hit = load_entry("articles", key)
+        todo.append((spec, spec_titles, key, hit))
+    # The articles not in the build cache, computed in other processes when there are several.
+    misses = [(spec, spec_titles) for spec, spec_titles, _, hit in todo if hit is None]
+    workers = min(len(misses), chart_workers if chart_workers is not None else min(4, os.cpu_count() or 1))
+    computed: dict[int, Any] = {}
+    if workers > 1 and len(misses) >= PARALLEL_ARTICLES and "://" not in str(runs_dir):
+        chunks = [list(range(i, len(misses), workers)) for i in range(workers)]
+        from concurrent.futures import ProcessPoolExecutor
+        import multiprocessing
+
+        # Spawned, not forked: charts use vl-convert, which deadlocks in a forked child.
+        with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+            jobs = [pool.submit(_compute_articles, str(archive.root), [misses[i] for i in chunk], languages, families,
+                                titles, build_command) for chunk in chunks]
+            for chunk, job in zip(chunks, jobs):
+                computed.update(zip(chunk, job.result()))
+    else:
+        computed = dict(enumerate(_articles_of(archive, misses, languages, families, titles, build_command,
+                                               compare, shared)))
+    misses_seen = 0
+    for spec, spec_titles, key, hit in todo:
         if hit is not None:
             comparison, per_lang = hit
-            comparisons.setdefault((spec.baseline, spec.candidate, spec.run_ids, spec.noise, spec.single_band,
-                                    spec.correction), comparison)
             reused += 1
         else:
-            try:
-                comparison = compare(spec)
-            except ReporterError as e:
-                skipped.append(f"{spec.baseline} → {spec.candidate}: {e}")
-                say(f"warning: no report for {spec.baseline} -> {spec.candidate}: {e}")
+            found = computed[misses_seen]
+            misses_seen += 1
+            if isinstance(found, ReporterError):
+                skipped.append(f"{spec.baseline} → {spec.candidate}: {found}")
+                say(f"warning: no report for {spec.baseline} -> {spec.candidate}: {found}")
                 continue
-            per_lang = {page_lang: compute_article(restrict(archive, spec.run_ids), replace(spec, title=spec_titles.get(page_lang)),
-                                                   comparison=comparison, families=families, titles=titles, lang=page_lang,
-                                                   build_command=build_command, cache=shared)
-                        for page_lang in languages}  # every article in every language
+            comparison, per_lang = found
             store_entry("articles", key, (comparison, per_lang))
+        comparisons.setdefault((spec.baseline, spec.candidate, spec.run_ids, spec.noise, spec.single_band,
+                                spec.correction), comparison)
         for page_lang in languages:
             data = per_lang[page_lang]
             articles.append((page_lang, data))

@@ -61,6 +61,7 @@ from collector.vocabulary import Analysis, Note, NoteCode, Verdict
 from reporter.errors import ReporterError
 from reporter.load import Archive, Problem, _rows_of
 from reporter.notes import note_text
+from reporter.summary_cache import label_key
 from reporter.stats import (
     MIN_UNITS,
     RESOLVE,
@@ -221,9 +222,12 @@ def _unit_summaries(samples: pd.DataFrame) -> tuple[pd.DataFrame, np.ndarray, np
 
 def _ranked(archive: Archive) -> pd.DataFrame:
     """The units of ``archive``'s ranked metrics (better lower/higher) with their round."""
-    s = archive.ok_samples()
-    s = s[s["better"].isin([BETTER_LOWER, BETTER_HIGHER])]
-    u = _units(s)
+    u = _cached_units(archive)
+    if u is None:
+        s = archive.ok_samples()
+        u = _units(s[s["better"].isin([BETTER_LOWER, BETTER_HIGHER])])
+    else:
+        u = u[u["better"].isin([BETTER_LOWER, BETTER_HIGHER])].reset_index(drop=True)
     if u.empty:
         u["round"] = pd.Series(dtype=np.int64)
         return u
@@ -242,6 +246,47 @@ def _ranked(archive: Archive) -> pd.DataFrame:
     return u
 
 
+def _summary_store(archive: Archive) -> Any:
+    """The archive's summaries cache when every run has a key in it, else None."""
+    if archive.summaries is None or not len(archive.runs):
+        return None
+    ids = archive.runs["run_id"].astype(str)
+    return archive.summaries if all(r in archive.run_keys for r in ids) else None
+
+
+def _restricted(archive: Archive, run_ids: set[str]) -> Archive:
+    runs = archive.runs[archive.runs["run_id"].astype(str).isin(run_ids)].reset_index(drop=True)
+    return replace(archive, runs=runs, environment=_rows_of(archive.environment, run_ids),
+                   cases=_rows_of(archive.cases, run_ids), samples=archive.lazy_rows(run_ids))
+
+
+def _cached_units(archive: Archive) -> pd.DataFrame | None:
+    """``_units`` of every ok sample of ``archive``, run by run from the summaries cache
+    (computed and stored for the runs it lacks); None when the archive has no cache.
+
+    Each run's units are sorted by case, metric and process, and the runs follow
+    ``archive.runs``: the same rows in the same order whichever runs were cached.
+    """
+    store = _summary_store(archive)
+    if store is None:
+        return None
+    ids = archive.runs["run_id"].astype(str).tolist()
+    keys = [archive.run_keys[r] for r in ids]
+    have = store.get("units", keys)
+    missing = {r for r, k in zip(ids, keys) if k not in have}
+    if missing:
+        fresh = _units(_restricted(archive, missing).ok_samples())
+        fresh = fresh.assign(run_id=fresh["run_id"].astype(str)).sort_values(
+            ["run_id", "case_id", "metric", "process"], kind="stable")
+        by_run = dict(iter(fresh.groupby("run_id", sort=False)))
+        new = {archive.run_keys[r]: (by_run.get(r, fresh.iloc[0:0]).reset_index(drop=True), [archive.run_keys[r]])
+               for r in missing}
+        store.put("units", new)
+        have.update({k: v[0] for k, v in new.items()})
+    parts = [have[k] for k in keys]
+    return pd.concat(parts, ignore_index=True) if parts else None
+
+
 # ------------------------------------------------------------------ summaries
 
 
@@ -258,9 +303,34 @@ def compute_summaries(archive: Archive, *, confidence: float = 0.95) -> pd.DataF
     zero or negative have no log: a constant gives the zero-width interval at its value,
     anything else NaN. Columns: ``SUMMARY_COLUMNS``; sorted by label, case and metric.
     """
+    store = _summary_store(archive)
+    if store is None:
+        out = _pooled_summaries(archive, confidence)
+    else:
+        run_ids = archive.runs.groupby("label", observed=True)["run_id"].agg(lambda r: list(r.astype(str)))
+        keys = {str(label): label_key([archive.run_keys[r] for r in ids], confidence) for label, ids in run_ids.items()}
+        have = store.get("labels", list(keys.values()))
+        missing = {label for label, k in keys.items() if k not in have}
+        if missing:
+            ids = {r for label in missing for r in run_ids[label]}
+            fresh = _pooled_summaries(_restricted(archive, ids), confidence)
+            new = {keys[label]: (fresh[fresh["label"] == label].reset_index(drop=True),
+                                 [archive.run_keys[r] for r in run_ids[label]]) for label in missing}
+            store.put("labels", new)
+            have.update({k: v[0] for k, v in new.items()})
+        out = pd.concat([have[keys[label]] for label in sorted(keys)], ignore_index=True)
+    if out.empty:
+        return pd.DataFrame({c: [] for c in SUMMARY_COLUMNS})
+    out = out.sort_values(["label", "case_id", "metric"], kind="stable")
+    out = _with_case_info(out, archive.cases)
+    return out[list(SUMMARY_COLUMNS)].reset_index(drop=True)
+
+
+def _pooled_summaries(archive: Archive, confidence: float) -> pd.DataFrame:
+    """``compute_summaries`` without the case information, from the samples."""
     s = archive.ok_samples()
     if s.empty:
-        return pd.DataFrame({c: [] for c in SUMMARY_COLUMNS})
+        return pd.DataFrame({c: [] for c in SUMMARY_COLUMNS if c not in ("workload", "params")})
     keys = ["label", "case_id", "metric"]
     # Everything per unit first (one sort), then the groups as combinations of the units'
     # category codes, in category order (the order a sorted groupby on them gives).
@@ -307,8 +377,7 @@ def compute_summaries(archive: Archive, *, confidence: float = 0.95) -> pd.DataF
         estimate=estimate,
         runs_covered=loc.runs_covered,
     )
-    out = _with_case_info(out, archive.cases)
-    return out[list(SUMMARY_COLUMNS)].reset_index(drop=True)
+    return out
 
 
 # ----------------------------------------------------------------- comparison
@@ -514,7 +583,7 @@ def _borrow_pool(archive: Archive, sides: dict[str, Archive]) -> pd.DataFrame:
         sub = archive
     else:
         sub = replace(archive, runs=keep.reset_index(drop=True), environment=_rows_of(archive.environment, ids),
-                      cases=_rows_of(archive.cases, ids), samples=_rows_of(archive.samples, ids))
+                      cases=_rows_of(archive.cases, ids), samples=archive.lazy_rows(ids))
     pool = _ranked(sub)
     if pool.empty:
         return pool
@@ -800,6 +869,14 @@ def _covariate(spread: np.ndarray, rows: np.ndarray, n: int) -> np.ndarray:
 
 
 def _pooled_medians(side: Archive, keys: list[tuple[str, str]]) -> np.ndarray:
+    store = _summary_store(side)
+    if store is not None and side.selector is not None and "@" not in side.selector:
+        ids = side.runs["run_id"].astype(str)
+        have = store.get("labels", [label_key([side.run_keys[r] for r in ids], 0.95)])
+        if have:  # the label's pooled medians, as compute_summaries stored them
+            summary = next(iter(have.values()))
+            med = summary.set_index(["case_id", "metric"])["median"]
+            return med.reindex(pd.MultiIndex.from_tuples(keys)).to_numpy(np.float64)
     s = side.ok_samples()
     med = s.groupby([s["case_id"].astype(str), s["metric"].astype(str)])["value"].median()
     return med.reindex(pd.MultiIndex.from_tuples(keys)).to_numpy(np.float64)

@@ -255,5 +255,5 @@ def restrict(archive: Archive, run_ids: frozenset[str] | None) -> Archive:
         runs=rows(archive.runs),
         environment=rows(archive.environment),
         cases=rows(archive.cases),
-        samples=rows(archive.samples),
+        samples=archive.lazy_rows(keep),
     )

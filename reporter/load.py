@@ -14,7 +14,7 @@ import os
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 import pandas as pd
@@ -44,6 +44,7 @@ from collector.schema import (
 from reporter.errors import ReporterError
 from reporter.run_cache import CachedRun, fingerprint, read_cache, write_cache
 from reporter.scan import scan_tables
+from reporter.summary_cache import SummaryCache, run_key
 
 # String columns stored as dictionaries (pandas categoricals): few distinct values, many rows.
 _CATEGORICAL = {
@@ -107,6 +108,11 @@ class Archive:
     problems: list[Problem] = field(default_factory=list)
     selector: str | None = None
     gpu_state: pd.DataFrame = field(default_factory=pd.DataFrame)
+    # Per run id, the key of its summaries in ``summaries`` (``reporter.summary_cache``);
+    # empty when the archive was loaded without a cache. They stand for every sample of
+    # the run: an archive whose samples are narrowed other than by run must drop both.
+    run_keys: dict[str, str] = field(default_factory=dict)
+    summaries: Any = None  # a reporter.summary_cache.SummaryCache, shared by every selection
 
     def labels(self) -> list[str]:
         """The labels that hold at least one valid run, sorted."""
@@ -140,10 +146,21 @@ class Archive:
             runs=runs.reset_index(drop=True),
             environment=_rows_of(self.environment, keep),
             cases=_rows_of(self.cases, keep),
-            samples=_rows_of(self.samples, keep),
+            samples=self.lazy_rows(keep),
             gpu_state=_rows_of(self.gpu_state, keep) if len(self.gpu_state.columns) else self.gpu_state,
             selector=selector,
         )
+
+    def lazy_rows(self, run_ids: set[str]) -> "pd.DataFrame | Callable[[], pd.DataFrame]":
+        """The samples of ``run_ids``: at once when this archive's samples are loaded, else when first used."""
+        if self.samples_loaded:
+            return _rows_of(self.samples, run_ids)
+        return lambda: _rows_of(self.samples, run_ids)
+
+    @property
+    def samples_loaded(self) -> bool:
+        """Whether ``samples`` is in memory (it is read on first use when the summaries were cached)."""
+        return not callable(self.__dict__["_samples"])
 
     def ok_samples(self) -> pd.DataFrame:
         """The samples of attempts recorded ``ok`` in cases.parquet.
@@ -165,6 +182,21 @@ class Archive:
         keys += s["process"].to_numpy(np.int64)
         mask = np.isin(keys, ok_keys)
         return s if mask.all() else s[mask].reset_index(drop=True)
+
+
+def _get_samples(self: Archive) -> pd.DataFrame:
+    value = self.__dict__["_samples"]
+    if callable(value):  # read on first use: a report from cached summaries never needs them
+        value = self.__dict__["_samples"] = value()
+    return value
+
+
+def _set_samples(self: Archive, value: "pd.DataFrame | Callable[[], pd.DataFrame]") -> None:
+    self.__dict__["_samples"] = value
+
+
+# ``samples`` may be given as a function that returns them; dataclasses.replace passes it on unread.
+Archive.samples = property(_get_samples, _set_samples)  # type: ignore[assignment]
 
 
 def _rows_of(df: pd.DataFrame, run_ids: set[str]) -> pd.DataFrame:
@@ -239,12 +271,12 @@ def load_archive(runs_dir: str | os.PathLike[str], strict: bool = False, *, cach
     valid.sort(key=lambda r: (r.label, r.run_id))
     if cache and (any(not r.from_cache for r in valid) or {(r.label, r.run_id) for r in valid} != cached_keys):
         _write_cache(root, valid)
-    return _assemble(root, valid, sorted(problems, key=lambda p: p.path))
+    return _assemble(root, valid, sorted(problems, key=lambda p: p.path), cache)
 
 
 def _read_runs(root: Path, folders: list[tuple[str, Path]], cache: bool) -> tuple[list["_RunTables | Problem"], set[tuple[str, str]]]:
     """Every folder's run (from the cache when its files are unchanged) in ``folders``' order, and the cache's runs."""
-    cached = read_cache(root, _TABLES) if cache else {}
+    cached = read_cache(root, _TABLES, lazy=(SAMPLES_FILE,)) if cache else {}
     results: list[_RunTables | Problem | None] = [None] * len(folders)
     todo: list[int] = []
     prefix = str(root) + os.sep
@@ -309,6 +341,7 @@ def _write_cache(root: Path, valid: list["_RunTables"]) -> None:
     prefix = str(root) + os.sep
     keep = []
     for r in valid:
+        r.tables = {k: t() if callable(t) else t for k, t in r.tables.items()}  # the old cache is replaced
         if r.fingerprint is None or not all(w.path.startswith(prefix) for w in r.warnings):
             continue
         keep.append(CachedRun(r.label, r.run_id, r.fingerprint, r.tables,
@@ -621,13 +654,14 @@ def _encode(table: pa.Table, columns: tuple[str, ...]) -> pa.Table:
     return table
 
 
-def _assemble(root: Path, valid: list[_RunTables], problems: list[Problem]) -> Archive:
+def _assemble(root: Path, valid: list[_RunTables], problems: list[Problem], cache: bool = False) -> Archive:
     run_ids = [r.run_id for r in valid]
     labels = sorted({r.label for r in valid})
     label_code = np.array([labels.index(r.label) for r in valid], dtype=np.int32)
-    frames = {}
-    for kind in _TABLES:
+
+    def frame(kind: str) -> pd.DataFrame:
         parts = [r.tables[kind] for r in valid]
+        parts = [t() if callable(t) else t for t in parts]
         counts = np.array([t.num_rows for t in parts], dtype=np.int64)
         schema = _empty_schema(kind)
         table = pa.concat_tables(parts).unify_dictionaries() if parts else schema.empty_table()
@@ -635,16 +669,22 @@ def _assemble(root: Path, valid: list[_RunTables], problems: list[Problem]) -> A
         run_index = np.repeat(np.arange(len(valid), dtype=np.int32), counts)
         df.insert(0, "run_id", pd.Categorical.from_codes(run_index, categories=run_ids))
         df.insert(0, "label", pd.Categorical.from_codes(label_code[run_index], categories=labels))
-        frames[kind] = df
+        return df
+
+    frames = {kind: frame(kind) for kind in _TABLES if kind != SAMPLES_FILE}
     runs = _runs_table(valid, frames[ENVIRONMENT_FILE], frames[CASES_FILE])
+    keys = {r.run_id: run_key(r.label, r.run_id, r.fingerprint) for r in valid if r.fingerprint is not None} if cache else {}
+    lazy = len(keys) == len(valid) and all(callable(r.tables[SAMPLES_FILE]) for r in valid)
     return Archive(
         root=root,
         runs=runs,
         environment=frames[ENVIRONMENT_FILE],
         cases=frames[CASES_FILE],
-        samples=frames[SAMPLES_FILE],
+        samples=(lambda: frame(SAMPLES_FILE)) if lazy else frame(SAMPLES_FILE),
         problems=problems,
         gpu_state=frames[GPU_STATE_FILE],
+        run_keys=keys,
+        summaries=SummaryCache(root, set(keys.values())) if cache else None,
     )
 
 

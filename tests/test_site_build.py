@@ -427,3 +427,22 @@ def test_mkdocs_runs_only_when_the_site_sources_or_the_public_folder_changed(
     page.unlink()  # the public folder changed since: built again
     build_site(GOLDEN_RUNS, in_tmp / "site", public, workloads=WORKLOADS, languages=["en"], log=said.append)
     assert not any("mkdocs not run" in s for s in said) and page.read_bytes() == first
+
+
+def test_articles_computed_in_spawned_processes_are_those_of_the_serial_build(in_tmp: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import reporter.build as build
+
+    runs = copy_runs(in_tmp / "runs")
+    config = in_tmp / "imagebench.toml"
+    specs = [("golden-2.8.0", "golden-2.9.0", "Old"), ("golden-2.9.0", "golden-2.10.0", "New"),
+             ("golden-2.8.0", "golden-2.10.0", "Both")]
+    config.write_text("".join(f'[[comparison]]\nbaseline = "{b}"\ncandidate = "{c}"\ntitle = "{t}"\n\n' for b, c, t in specs),
+                      encoding="utf-8")
+    monkeypatch.setenv("IMAGEBENCH_CACHE", str(in_tmp / "serial-cache"))
+    build_site(runs, in_tmp / "serial", None, config_path=config, workloads=WORKLOADS, chart_workers=1)
+    monkeypatch.setattr(build, "PARALLEL_ARTICLES", 2)
+    monkeypatch.setenv("IMAGEBENCH_CACHE", str(in_tmp / "parallel-cache"))
+    computed = _count_articles(monkeypatch)
+    build_site(runs, in_tmp / "parallel", None, config_path=config, workloads=WORKLOADS, chart_workers=2)
+    assert computed == []  # every article came from a child process
+    assert _pages(in_tmp / "parallel") == _pages(in_tmp / "serial")

@@ -1,0 +1,125 @@
+"""The cache of per-run units and per-label summaries (``reporter.summary_cache``): a cached
+report reads no samples, a changed or deleted run recomputes only what depends on it, a
+corrupt cache is rebuilt, and the results are those computed from the samples."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+import reporter.compare as compare
+from reporter.compare import compare_labels, compute_summaries
+from reporter.load import load_archive
+from reporter.summary_cache import SummaryCache
+
+GOLDEN = Path(__file__).parent / "data" / "golden_runs"
+
+
+@pytest.fixture
+def archive(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("IMAGEBENCH_CACHE", str(tmp_path / "cache"))
+    root = tmp_path / "runs"
+    shutil.copytree(GOLDEN, root, ignore=shutil.ignore_patterns(".cache"))
+    return root
+
+
+def _report(a):
+    labels = a.labels()
+    return compute_summaries(a), compare_labels(a, labels[0], labels[1]).rows
+
+
+def _same(x, y) -> None:
+    for p, q in zip(x, y):
+        pd.testing.assert_frame_equal(p.reset_index(drop=True), q.reset_index(drop=True), check_dtype=False,
+                                      check_categorical=False, rtol=1e-9)
+
+
+def _spy(monkeypatch: pytest.MonkeyPatch) -> tuple[list[set[str]], list[set[str]]]:
+    units: list[set[str]] = []
+    labels: list[set[str]] = []
+    real_units, real_pooled = compare._units, compare._pooled_summaries
+
+    def counting_units(samples):
+        units.append(set(samples["run_id"].astype(str)))
+        return real_units(samples)
+
+    def counting_pooled(a, confidence):
+        labels.append(set(a.runs["label"].astype(str)))
+        return real_pooled(a, confidence)
+
+    monkeypatch.setattr(compare, "_units", counting_units)
+    monkeypatch.setattr(compare, "_pooled_summaries", counting_pooled)
+    return units, labels
+
+
+def test_a_cached_report_reads_no_samples_and_matches_the_samples(archive: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    plain = _report(load_archive(archive, cache=False))
+    first = load_archive(archive)
+    _same(plain, _report(first))
+    warm = load_archive(archive)
+    units, labels = _spy(monkeypatch)
+    again = _report(warm)
+    assert not warm.samples_loaded  # neither the archive's samples files nor the cached samples
+    assert units == [] and labels == []
+    _same(plain, again)
+    assert len(warm.samples) == len(first.samples)  # still there for whoever needs them
+
+
+def _units_computed(units: list[set[str]]) -> set[str]:
+    return set().union(*units) if units else set()
+
+
+def test_a_changed_or_deleted_run_recomputes_only_what_depends_on_it(archive: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    plain = _report(load_archive(archive, cache=False))
+    _report(load_archive(archive))
+    a = load_archive(archive)
+    changed_label, changed = str(a.runs["label"].iloc[0]), str(a.runs["run_id"].iloc[0])
+    samples = archive / changed_label / changed / "samples.parquet"
+    os.utime(samples, ns=(samples.stat().st_atime_ns, samples.stat().st_mtime_ns + 10**9))
+    units, labels = _spy(monkeypatch)
+    b = load_archive(archive)
+    _same(plain, _report(b))
+    assert _units_computed(units) <= {changed} and changed in _units_computed(units)
+    assert set().union(*labels) == {changed_label}
+
+    runs = a.runs[a.runs["label"].astype(str) == a.labels()[-1]]
+    if len(runs) >= 2:  # deleting a run recomputes its label's summaries, no run's units
+        gone = str(runs["run_id"].iloc[-1])
+        shutil.rmtree(archive / a.labels()[-1] / gone)
+        units.clear(), labels.clear()
+        c = load_archive(archive)
+        compute_summaries(c)
+        assert _units_computed(units) == set()
+        assert set().union(*labels) == {a.labels()[-1]}
+
+
+def test_a_corrupt_cache_is_rebuilt(archive: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    plain = _report(load_archive(archive, cache=False))
+    _report(load_archive(archive))
+    folder = SummaryCache(archive).folder
+    (folder / "units" / "data.parquet").write_bytes(b"not parquet")
+    (folder / "labels" / "index.json").write_text("{", encoding="utf-8")
+    units, labels = _spy(monkeypatch)
+    a = load_archive(archive)
+    _same(plain, _report(a))
+    assert units and labels  # recomputed, not trusted
+    units.clear(), labels.clear()
+    b = load_archive(archive)
+    _same(plain, _report(b))
+    assert units == [] and labels == [] and not b.samples_loaded
+
+
+def test_summaries_of_a_selection_leave_those_of_the_whole_labels(archive: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from reporter.config import restrict
+
+    a = load_archive(archive)
+    compute_summaries(a)
+    compute_summaries(restrict(a, frozenset([str(a.runs["run_id"].iloc[0])])))  # one run: an entry of its own
+    units, labels = _spy(monkeypatch)
+    b = load_archive(archive)
+    compute_summaries(b)
+    assert labels == [] and not b.samples_loaded
