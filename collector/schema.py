@@ -53,7 +53,7 @@ Change log (bump ``SCHEMA_VERSION`` on any change a reader must know about):
   ids without one stay valid. The run section gains ``timing_method``
   (``collector.timing.TIMING_METHOD``): the version of the way cases are timed, so that
   run-to-run variation is pooled only between runs measured the same way (runs without it
-  are told apart by the collector's git commit).
+  are one method, ``legacy``, told apart by their timing policy only).
 """
 
 from __future__ import annotations

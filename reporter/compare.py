@@ -530,15 +530,17 @@ def run_methods(archive: Archive) -> dict[str, str]:
     """Per run id: the measurement method it was recorded with.
 
     Two runs share a method when they share the collector's timing method (the run entry
-    ``timing_method``, recorded since it exists; else the collector's git commit, the
-    finest thing older runs recorded) and the suite's timing policy. Runs of one label
-    recorded by different timers differ by the method as well as by chance, so the
-    run-to-run variance borrowed for a one-run side is estimated within methods only.
+    ``timing_method``; runs recorded before it existed are one method, ``legacy``) and the
+    suite's timing policy. Runs of one label recorded by different timers differ by the
+    method as well as by chance, so the run-to-run variance borrowed for a one-run side is
+    estimated within methods only. Older runs are not told apart by the collector's commit:
+    most commits leave the timing alone, and splitting by them left one-run CPU pairs with
+    nothing to borrow, calling A/A rows different.
     """
     env = archive.environment
     if env.empty:
         return {}
-    keys = {("run", "timing_method"): "timing", ("imagebench", "git_commit"): "commit", ("run", "policy"): "policy"}
+    keys = {("run", "timing_method"): "timing", ("run", "policy"): "policy"}
     section, key = env["section"].astype(str), env["key"].astype(str)
     wanted = np.zeros(len(env), dtype=bool)
     for sec, k in keys:
@@ -551,8 +553,7 @@ def run_methods(archive: Archive) -> dict[str, str]:
     out = {}
     for run_id in archive.runs["run_id"].astype(str):
         f = found.get(run_id, {})
-        method = f"timing={f['timing']}" if f.get("timing") else f"commit={f.get('commit', '')}"
-        out[run_id] = f"{method};policy={f.get('policy', '')}"
+        out[run_id] = f"timing={f.get('timing') or 'legacy'};policy={f.get('policy', '')}"
     return out
 
 
