@@ -194,10 +194,16 @@ def torchrun_command(nproc: int, script_args: list[str], *, nodes: int = 1, case
     ]  # fmt: skip
 
 
+RENDEZVOUS_LOST = ("RendezvousConnectionError", "RendezvousClosedError", "RendezvousTimeoutError")
+
+
 def _root_cause(output: str) -> str:
-    """``: rank 1 (local_rank: 0) exitcode -9 (SIGKILL)`` from torchrun's failure summary, if any."""
+    """``: first failure rank 1, exit code -9 (SIGKILL)`` from torchrun's failure summary, or, when
+    this node's agent lost the rendezvous itself (the node that held the c10d store died before its
+    ranks could report), that instead; empty if neither is in the output."""
     if "Root Cause" not in output:
-        return ""
+        lost = next((e for e in RENDEZVOUS_LOST if e in output), None)
+        return f": this node's agent lost the rendezvous ({lost}); another node died or left" if lost else ""
     block = output[output.rindex("Root Cause"):].splitlines()
     fields = {}
     for line in block[1:12]:
