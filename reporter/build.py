@@ -21,6 +21,7 @@ import sys
 import tempfile
 import time
 from dataclasses import dataclass, field, replace
+from functools import partial
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
@@ -86,9 +87,33 @@ class BuildResult:
 class _Page:
     path: str  # relative to the site folder
     template: str
-    view: Any
+    view: Any  # the view, or a function that makes it (called only when the page is rendered)
     lang: str
     data: Any = None
+    # The build cache's key of the rendered page: a hash of every input of its view. Pages
+    # made by one view share its key and are stored together. None: rendered every build.
+    key: str | None = None
+    text: str | None = None  # the Markdown, once rendered or taken from the cache
+    charts: list[tuple[str, str]] = field(default_factory=list)  # (path beside the page, SVG)
+
+
+def _cached_pages(key: str) -> list[_Page] | None:
+    """The pages stored under ``key``, rendered (text and charts), or None."""
+    entry = load_entry("pages", key)
+    if entry is None:
+        return None
+    return [_Page(path, "", None, "", key=key, text=text, charts=list(charts)) for path, text, charts in entry]
+
+
+def _fill_from_cache(key: str, pages: list[_Page]) -> bool:
+    """Give the pages of ``key`` their text and charts from the build cache; False when it lacks any of them."""
+    stored = {p.path: p for p in _cached_pages(key) or []}
+    mine = [p for p in pages if p.key == key]
+    if not stored or any(p.path not in stored for p in mine):
+        return False
+    for p in mine:
+        p.text, p.charts = stored[p.path].text, stored[p.path].charts
+    return True
 
 
 @dataclass
@@ -204,7 +229,7 @@ def build_site(
     build_command = f"reporter build --runs {_shown_path(runs_dir)}" + (f" --config {_shown_path(config_path)}" if explicit else "")
     families = {name: w.family for name, w in workloads.items()}
     titles = {name: w.title for name, w in workloads.items()}
-    articles: list[tuple[str, Any]] = []  # (language, ArticleData)
+    articles: list[tuple[str, Any, str]] = []  # (language, ArticleData, the article's build cache key)
     reports: dict[str, list[dict[str, Any]]] = {x: [] for x in languages}
     skipped: list[str] = []
     shared: dict[Any, Any] = {}
@@ -255,7 +280,7 @@ def build_site(
                                 spec.correction), comparison)
         for page_lang in languages:
             data = per_lang[page_lang]
-            articles.append((page_lang, data))
+            articles.append((page_lang, data, key))
             reports[page_lang].append({"title": data.title, "page": data.page, "baseline": spec.baseline,
                                        "candidate": spec.candidate, "device": data.device, "comparison": comparison,
                                        "headline": data.headline, "lang": data.lang})
@@ -280,21 +305,26 @@ def build_site(
     timings["compare"], clock = time.perf_counter() - clock, time.perf_counter()
     say(f"{reused} of {len(articles) // len(languages)} article(s) unchanged since an earlier build, taken from the build cache")
 
-    # 4. view and render (charts render in other processes meanwhile)
+    # 4. view and render (charts render in other processes meanwhile). A page, or a group of
+    # pages made by one view (trends), whose inputs are those of an earlier build is taken
+    # rendered, with its charts' SVGs, from the build cache (``_Page.key``).
     t = _messages(site_lang)
     pages: list[_Page] = []
     navs: dict[str, list[Any]] = {}
     renderer = ChartRenderer(chart_workers, render=render_svgs, cache=True)
-    chart_files: list[str] = []
     home = site / "index.md"
+    archive_key = [sorted(run_fps.items()), problems]
+    workload_key = sorted((name, repr(w)) for name, w in workloads.items())
+    checked: set[str] = set()  # page keys looked up in the build cache
     try:
         for page_lang in languages:  # every page in every language, at one path under the language's folder
             prefix = language_prefix(page_lang, site_lang)
             t = _messages(page_lang)
             lang_reports = reports[page_lang]
-            for lang, data in articles:
+            for lang, data, article_key in articles:
                 if lang == page_lang:
-                    pages.append(_Page(prefix + data.page, "article.md.j2", ArticleView(data, t), page_lang, data))
+                    pages.append(_Page(prefix + data.page, "article.md.j2", partial(ArticleView, data, t), page_lang, data,
+                                       key=compute_key("page", prefix + data.page, article_key, page_lang)))
             pages.append(_Page(prefix + "reports/index.md", "reports_index.md.j2",
                                reports_index_view(lang_reports, archive=archive, chosen_by=selection.chosen_by,
                                                   config_name=config.source.name if config.source else None,
@@ -304,32 +334,60 @@ def build_site(
             for label in archive.labels():
                 pages.append(_Page(prefix + label_page(label), "runs_label.md.j2",
                                    label_view(archive, label, lang_reports, t), page_lang))
-            for (label, run_id), view in run_views(archive, t, run_summaries).items():
-                pages.append(_Page(prefix + run_page(label, run_id), "run.md.j2", view, page_lang))
-            trends_index, trend_families = trends_views(trend_inputs, workloads, t, [0])
-            pages.append(_Page(prefix + "trends/index.md", "trends_index.md.j2", trends_index, page_lang))
-            for family, view in trend_families.items():
-                pages.append(_Page(prefix + f"trends/{family}.md", "trends_family.md.j2", view, page_lang))
+            for (label, run_id), make in run_views(archive, t, run_summaries, lazy=True).items():
+                path = prefix + run_page(label, run_id)
+                pages.append(_Page(path, "run.md.j2", make, page_lang,
+                                   key=compute_key("page", path, page_lang, run_id, run_fps[run_id])))
+            trends_key = compute_key("trends", prefix, page_lang, archive_key, workload_key,
+                                     [(c.name, c.labels, sorted(c.run_ids)) for c in selection.classes],
+                                     sorted((d, sorted(n)) for d, n in neighbours.items()))
+            trend_pages = _cached_pages(trends_key)
+            if trend_pages is None:
+                checked.add(trends_key)
+                trends_index, trend_families = trends_views(trend_inputs, workloads, t, [0])
+                trend_pages = [_Page(prefix + "trends/index.md", "trends_index.md.j2", trends_index, page_lang, key=trends_key)]
+                trend_pages += [_Page(prefix + f"trends/{family}.md", "trends_family.md.j2", view, page_lang, key=trends_key)
+                                for family, view in trend_families.items()]
+            pages += trend_pages
+            families_shown = [p.path[len(prefix + "trends/"):].removesuffix(".md") for p in trend_pages[1:]]
             pages.append(_Page(prefix + "methodology.md", "methodology.md.j2", methodology_view(workloads, t), page_lang))
             if prefix or not home.exists() or _is_generated_file(home):
                 pages.append(_Page(prefix + "index.md", "home.md.j2", home_view(lang_reports, t), page_lang))
             navs[page_lang] = site_nav({k: t.plain(f"nav.{k}") for k in ("reports", "runs", "trends", "methodology")},
                                        [r["page"] for r in lang_reports], [label_page(label) for label in archive.labels()],
-                                       [f"trends/{f}.md" for f in trend_families])
+                                       [f"trends/{f}.md" for f in families_shown])
         # Each chart is an SVG file beside its page (charts/<page>-<id>.svg), shown as an image
         # (Markdown and the search index then never parse an SVG's thousands of elements).
+        fresh: list[tuple[_Page, int]] = []  # pages rendered now, with the number of charts each submitted
         for page in pages:
+            if page.text is not None:
+                continue
+            if page.key is not None and page.key not in checked:
+                checked.add(page.key)
+                if _fill_from_cache(page.key, pages):
+                    continue
+            view = page.view() if callable(page.view) else page.view
             folder, _, name = page.path.rpartition("/")
-            charts = _charts_of(page.view)
+            charts = _charts_of(view)
             for c in charts:
                 c.href = f"charts/{name.removesuffix('.md')}-{c.ident}.svg"
-                chart_files.append(f"{folder}/{c.href}" if folder else c.href)
             renderer.submit([c.spec for c in charts])
-        texts = [render_page(p.template, p.view, p.lang, marker=GENERATED_MARKER, data=p.data) for p in pages]
+            page.text = render_page(page.template, view, page.lang, marker=GENERATED_MARKER, data=page.data)
+            page.charts = [(c.href, "") for c in charts]
+            fresh.append((page, len(charts)))
         timings["views"], clock = time.perf_counter() - clock, time.perf_counter()
-        svgs = renderer.results()
+        svgs = iter(renderer.results())
     finally:
         renderer.close()
+    for page, n in fresh:
+        page.charts = [(href, next(svgs)) for href, _ in page.charts]
+    by_key: dict[str, list[_Page]] = {}
+    for page, _ in fresh:
+        if page.key is not None:
+            by_key.setdefault(page.key, []).append(page)
+    for key, group in by_key.items():
+        store_entry("pages", key, [(p.path, p.text, p.charts) for p in group])
+    chart_files = [f"{p.path.rpartition('/')[0]}/{href}" if "/" in p.path else href for p in pages for href, _ in p.charts]
     timings["charts"], clock = time.perf_counter() - clock, time.perf_counter()
     if chart_files and "zh" in languages and not measures_chinese():
         say("warning: no font with Chinese glyphs found: the labels of Chinese charts are laid out too narrow "
@@ -338,15 +396,15 @@ def build_site(
     # 5. write
     _prepare_generated(site, [language_prefix(x, site_lang) for x in languages if x != site_lang])
     written = []
-    for p, text in zip(pages, texts):
+    for p in pages:
         target = site / p.path
         target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(text, encoding="utf-8")
+        target.write_text(p.text, encoding="utf-8")
         written.append(p.path)
-    for path, svg in zip(chart_files, svgs):
-        target = site / path
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(svg, encoding="utf-8")
+        for href, svg in p.charts:
+            chart = target.parent / href
+            chart.parent.mkdir(parents=True, exist_ok=True)
+            chart.write_text(svg, encoding="utf-8")
     for prefix in (language_prefix(x, site_lang) for x in languages):
         (site / prefix / "imagebench").mkdir(parents=True, exist_ok=True)
         for asset in sorted(ASSETS_DIR.iterdir()):

@@ -7,6 +7,7 @@ computed (summaries, comparisons) and strings that runs recorded; templates form
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, Mapping, Sequence
 
 import pandas as pd
@@ -111,16 +112,20 @@ def label_view(archive: Archive, label: str, reports: Sequence[dict[str, Any]], 
     }
 
 
-def run_views(archive: Archive, t: Messages, summaries: Mapping[str, pd.DataFrame]) -> dict[tuple[str, str], dict[str, Any]]:
-    """The view of every run's page, by (label, run_id); ``summaries`` are compute_summaries per run id."""
+def run_views(archive: Archive, t: Messages, summaries: Mapping[str, pd.DataFrame], *,
+              lazy: bool = False) -> dict[tuple[str, str], Any]:
+    """The view of every run's page, by (label, run_id); ``summaries`` are compute_summaries per run id.
+
+    ``lazy``: a function per run that makes its view, so a page the build cache holds costs nothing.
+    """
     cases = {str(k): g for k, g in archive.cases.groupby("run_id", observed=True, sort=False)}
     env = {str(k): g for k, g in archive.environment.groupby("run_id", observed=True, sort=False)}
     empty_cases, empty_env = archive.cases.iloc[0:0], archive.environment.iloc[0:0]
     out = {}
     for _, row in archive.runs.iterrows():
         label, run_id = str(row["label"]), str(row["run_id"])
-        out[(label, run_id)] = run_view(row, cases.get(run_id, empty_cases), env.get(run_id, empty_env), t,
-                                        summaries.get(run_id))
+        make = partial(run_view, row, cases.get(run_id, empty_cases), env.get(run_id, empty_env), t, summaries.get(run_id))
+        out[(label, run_id)] = make if lazy else make()
     return out
 
 

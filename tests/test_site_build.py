@@ -394,6 +394,40 @@ def test_only_the_articles_whose_inputs_changed_are_computed_again(in_tmp: Path,
     assert _pages(in_tmp / "site") == _pages(in_tmp / "site-fresh")
 
 
+
+def test_pages_whose_inputs_are_unchanged_are_not_rendered_again(in_tmp: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import pyarrow.parquet as pq
+
+    import reporter.build as build
+
+    monkeypatch.setenv("IMAGEBENCH_CACHE", str(in_tmp / "cache"))
+    runs = copy_runs(in_tmp / "runs")
+    first = build_site(runs, in_tmp / "site", None, workloads=WORKLOADS)
+    rendered: list[str] = []
+    real = build.render_page
+
+    def counting(template, view, lang, **kwargs):
+        rendered.append(template)
+        return real(template, view, lang, **kwargs)
+
+    monkeypatch.setattr(build, "render_page", counting)
+    build_site(runs, in_tmp / "site", None, workloads=WORKLOADS)
+    # Only the small pages that read the whole archive are rendered again: no article, run or trends page.
+    assert rendered and not {"article.md.j2", "run.md.j2", "trends_index.md.j2", "trends_family.md.j2"} & set(rendered)
+    assert len(rendered) < len(first.pages) / 2
+    # A run changes: its page in each language, the articles and trends that read it; not the other runs' pages.
+    rendered.clear()
+    run = next((runs / "golden-2.10.0").iterdir())
+    table = pq.read_table(run / "samples.parquet")
+    pq.write_table(table.slice(0, table.num_rows // 2), run / "samples.parquet")
+    build_site(runs, in_tmp / "site", None, workloads=WORKLOADS)
+    n_runs = sum(1 for label in runs.iterdir() for _ in label.iterdir())
+    assert rendered.count("run.md.j2") == 2 < 2 * n_runs
+    assert "article.md.j2" in rendered and "trends_index.md.j2" in rendered
+    monkeypatch.setenv("IMAGEBENCH_CACHE", str(in_tmp / "fresh-cache"))
+    build_site(runs, in_tmp / "site-fresh", None, workloads=WORKLOADS)
+    assert _pages(in_tmp / "site") == _pages(in_tmp / "site-fresh")
+
 def test_a_corrupt_article_entry_is_computed_again(in_tmp: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from reporter import build_cache
 
