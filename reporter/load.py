@@ -113,6 +113,9 @@ class Archive:
     # the run: an archive whose samples are narrowed other than by run must drop both.
     run_keys: dict[str, str] = field(default_factory=dict)
     summaries: Any = None  # a reporter.summary_cache.SummaryCache, shared by every selection
+    # The samples of a set of run ids (all when None) read from their sources, when
+    # ``samples`` is not in memory: a selection of runs reads only its own.
+    sample_source: Callable[[set[str] | None], pd.DataFrame] | None = None
 
     def labels(self) -> list[str]:
         """The labels that hold at least one valid run, sorted."""
@@ -155,6 +158,9 @@ class Archive:
         """The samples of ``run_ids``: at once when this archive's samples are loaded, else when first used."""
         if self.samples_loaded:
             return _rows_of(self.samples, run_ids)
+        if self.sample_source is not None:
+            source = self.sample_source
+            return lambda: source(set(run_ids))
         return lambda: _rows_of(self.samples, run_ids)
 
     @property
@@ -214,6 +220,7 @@ class _RunTables:
     warnings: list[Problem] = field(default_factory=list)
     fingerprint: list[list[Any]] | None = None  # of the folder as read (reporter.run_cache)
     from_cache: bool = False
+    from_files: tuple[str, ...] = ()  # kinds whose table is the run's file as it reads (not copied into the cache)
 
 
 def load_archive(runs_dir: str | os.PathLike[str], strict: bool = False, *, cache: bool = True) -> Archive:
@@ -280,12 +287,17 @@ def _read_runs(root: Path, folders: list[tuple[str, Path]], cache: bool) -> tupl
     results: list[_RunTables | Problem | None] = [None] * len(folders)
     todo: list[int] = []
     prefix = str(root) + os.sep
+    originals = _OriginalSamples()  # the samples the cache does not copy, read from the runs at first use
     for i, (label, folder) in enumerate(folders):
         hit = cached.get((label, folder.name))
         fp = fingerprint(folder) if cache else None
         if hit is not None and fp is not None and hit.fingerprint == fp:
             warnings = [Problem(prefix + path, reason) for path, reason in hit.warnings]
-            results[i] = _RunTables(label, folder.name, folder, hit.tables, warnings, fp, from_cache=True)
+            tables = dict(hit.tables)
+            if SAMPLES_FILE in hit.from_files:
+                tables[SAMPLES_FILE] = originals.add(folder)
+            results[i] = _RunTables(label, folder.name, folder, tables, warnings, fp, from_cache=True,
+                                    from_files=hit.from_files)
         else:
             todo.append(i)
 
@@ -341,12 +353,57 @@ def _write_cache(root: Path, valid: list["_RunTables"]) -> None:
     prefix = str(root) + os.sep
     keep = []
     for r in valid:
-        r.tables = {k: t() if callable(t) else t for k, t in r.tables.items()}  # the old cache is replaced
+        # What the old cache holds is read before it is replaced; what the runs' own files hold is not copied.
+        r.tables = {k: t() if callable(t) and k not in r.from_files else t for k, t in r.tables.items()}
         if r.fingerprint is None or not all(w.path.startswith(prefix) for w in r.warnings):
             continue
         keep.append(CachedRun(r.label, r.run_id, r.fingerprint, r.tables,
-                              [(w.path[len(prefix):], w.reason) for w in r.warnings]))
+                              [(w.path[len(prefix):], w.reason) for w in r.warnings], r.from_files))
     write_cache(root, _TABLES, keep)
+
+
+class _OriginalSamples:
+    """The samples of cached runs whose samples.parquet the cache does not copy, read from the
+    runs when used (checked when each run was first loaded; its folder's fingerprint is
+    unchanged since). The runs asked for together are read in one scan (``reporter.scan``)."""
+
+    def __init__(self) -> None:
+        self.folders: list[Path] = []
+
+    def add(self, folder: Path) -> "_OriginalPart":
+        self.folders.append(folder)
+        return _OriginalPart(self, len(self.folders) - 1)
+
+    def read(self, indices: list[int]) -> dict[int, pa.Table]:
+        paths = [self.folders[i] / SAMPLES_FILE for i in indices]
+        got = scan_tables(SAMPLES_FILE, paths, [self.folders[i].name for i in indices],
+                          dictionary=_CATEGORICAL[SAMPLES_FILE], check=False)
+        missing = [str(paths[j]) for j in range(len(indices)) if j not in got]
+        if missing:
+            raise ReporterError(f"{missing[0]} changed or went while the archive was read"
+                                + (f" (and {len(missing) - 1} more)" if len(missing) > 1 else "") + "; load the archive again")
+        return {i: got[j] for j, i in enumerate(indices)}
+
+
+@dataclass(frozen=True)
+class _OriginalPart:
+    """One run's table of an ``_OriginalSamples``: called alone it reads its file; ``_materialise`` reads many at once."""
+
+    group: _OriginalSamples
+    index: int
+
+    def __call__(self) -> pa.Table:
+        return self.group.read([self.index])[self.index]
+
+
+def _materialise(parts: list[Any]) -> list[pa.Table]:
+    """``parts`` as tables: each ``_OriginalSamples`` read once for all its parts, other functions called."""
+    wanted: dict[int, tuple[_OriginalSamples, list[int]]] = {}
+    for p in parts:
+        if isinstance(p, _OriginalPart):
+            wanted.setdefault(id(p.group), (p.group, []))[1].append(p.index)
+    read = {gid: group.read(indices) for gid, (group, indices) in wanted.items()}
+    return [read[id(p.group)][p.index] if isinstance(p, _OriginalPart) else p() if callable(p) else p for p in parts]
 
 
 def _subfolders(folder: Path, problems: list[Problem]) -> list[Path]:
@@ -464,7 +521,7 @@ def _read_scanned(folders: list[tuple[str, Path]], given: dict[int, dict[str, pa
         if redacted is not joint[ENVIRONMENT_FILE]:  # some value redacted now: this run's rows of the redacted table
             tables[ENVIRONMENT_FILE] = _encode(redacted.slice(int(env_starts[j]), int(counts[ENVIRONMENT_FILE][j])),
                                                _CATEGORICAL[ENVIRONMENT_FILE])
-        out[i] = _RunTables(label, folder.name, folder, tables)
+        out[i] = _RunTables(label, folder.name, folder, tables, from_files=(SAMPLES_FILE,))
     return out
 
 
@@ -659,14 +716,17 @@ def _assemble(root: Path, valid: list[_RunTables], problems: list[Problem], cach
     labels = sorted({r.label for r in valid})
     label_code = np.array([labels.index(r.label) for r in valid], dtype=np.int32)
 
-    def frame(kind: str) -> pd.DataFrame:
-        parts = [r.tables[kind] for r in valid]
-        parts = [t() if callable(t) else t for t in parts]
+    def frame(kind: str, only: set[str] | None = None) -> pd.DataFrame:
+        """The table of ``kind`` of every valid run, or of the run ids in ``only`` (categories those of all runs)."""
+        chosen = [j for j, r in enumerate(valid) if only is None or r.run_id in only]
+        parts = _materialise([valid[j].tables[kind] for j in chosen])
         counts = np.array([t.num_rows for t in parts], dtype=np.int64)
         schema = _empty_schema(kind)
         table = pa.concat_tables(parts).unify_dictionaries() if parts else schema.empty_table()
+        del parts
         df = table.to_pandas()
-        run_index = np.repeat(np.arange(len(valid), dtype=np.int32), counts)
+        del table
+        run_index = np.repeat(np.array(chosen, dtype=np.int32), counts)
         df.insert(0, "run_id", pd.Categorical.from_codes(run_index, categories=run_ids))
         df.insert(0, "label", pd.Categorical.from_codes(label_code[run_index], categories=labels))
         return df
@@ -674,18 +734,42 @@ def _assemble(root: Path, valid: list[_RunTables], problems: list[Problem], cach
     frames = {kind: frame(kind) for kind in _TABLES if kind != SAMPLES_FILE}
     runs = _runs_table(valid, frames[ENVIRONMENT_FILE], frames[CASES_FILE])
     keys = {r.run_id: run_key(r.label, r.run_id, r.fingerprint) for r in valid if r.fingerprint is not None} if cache else {}
-    lazy = len(keys) == len(valid) and all(callable(r.tables[SAMPLES_FILE]) for r in valid)
+    # With every run's summaries keyed, samples are read when first used, and only those used.
+    source = _SampleSource(frame, valid) if len(keys) == len(valid) else None
     return Archive(
         root=root,
         runs=runs,
         environment=frames[ENVIRONMENT_FILE],
         cases=frames[CASES_FILE],
-        samples=(lambda: frame(SAMPLES_FILE)) if lazy else frame(SAMPLES_FILE),
+        samples=(lambda: source(None)) if source is not None else frame(SAMPLES_FILE),
         problems=problems,
         gpu_state=frames[GPU_STATE_FILE],
         run_keys=keys,
         summaries=SummaryCache(root, set(keys.values())) if cache else None,
+        sample_source=source,
     )
+
+
+class _SampleSource:
+    """An archive's samples read when used: of a few runs, those runs' tables only; of every run,
+    the whole frame once (kept, and the runs' tables let go), every later selection cut from it."""
+
+    def __init__(self, frame: Callable[..., pd.DataFrame], valid: list[_RunTables]) -> None:
+        self.frame = frame
+        self.valid = valid
+        self.ids = {r.run_id for r in valid}
+        self.full: pd.DataFrame | None = None
+
+    def __call__(self, only: set[str] | None) -> pd.DataFrame:
+        if only is not None and self.ids <= only:
+            only = None
+        if self.full is None and only is None:
+            self.full = self.frame(SAMPLES_FILE)
+            for r in self.valid:
+                r.tables[SAMPLES_FILE] = None
+        if self.full is not None:
+            return self.full if only is None else _rows_of(self.full, only)
+        return self.frame(SAMPLES_FILE, only)
 
 
 def _empty_schema(kind: str) -> pa.Schema:

@@ -13,7 +13,9 @@ again only the runs whose files changed (or that are new):
   fingerprint of its folder (name, size, inode, mtime and ctime of every file in it,
   ``parts/`` included), the warnings its loading gave, and its rows in each table;
 * ``environment.parquet``, ``cases.parquet``, ``samples.parquet``, ``gpu_state.parquet``:
-  the runs' tables one after the other, as ``_read_run`` returned them.
+  the runs' tables one after the other, as ``_read_run`` returned them; except that a
+  table that is the run's own file as it reads (the samples of a whole run that needed
+  no repair, the common case) is not copied: it is read from the run when needed.
 
 The cache is derived data: the recorded files are never written, a hidden folder is
 never read as a run, and a cache that does not read, does not match its index, or was
@@ -37,7 +39,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 CACHE_DIR = ".cache"  # the folder name the loader skips inside an archive (an older reporter kept its cache there)
-FORMAT = 1  # bump when what _read_run returns (or how it is stored here) changes
+FORMAT = 2  # bump when what _read_run returns (or how it is stored here) changes
 
 
 @lru_cache(maxsize=1)  # a metadata lookup (about 1 ms): keys of 1,000 runs ask for it 1,000 times
@@ -94,32 +96,43 @@ class CachedRun:
     fingerprint: list[list[Any]]
     tables: dict[str, pa.Table]
     warnings: list[tuple[str, str]]  # (path relative to the archive root, reason)
+    # Kinds whose table is the run's own file as it reads: not stored here, read from the run
+    # when needed (``read_cache`` gives None in their place). The fingerprint vouches for them.
+    from_files: tuple[str, ...] = ()
 
 
 def read_cache(root: Path, kinds: tuple[str, ...], lazy: tuple[str, ...] = ()) -> dict[tuple[str, str], CachedRun]:
     """The cached runs of ``root`` by (label, run_id); empty when there is no usable cache.
 
     The tables of ``lazy`` kinds are not read now: each run holds, in their place, a
-    function that returns its slice (the file read once, by the first call).
+    function that returns its slice (the file read once, by the first call). A table the
+    cache does not hold because it is the run's own file (``CachedRun.from_files``) is None.
     """
     folder = cache_folder(root)
     try:
         index = json.loads((folder / "index.json").read_text(encoding="utf-8"))
         if index.get("format") != FORMAT or index.get("reporter") != _reporter_version():
             return {}
-        tables = {k: pq.read_table(folder / k) for k in kinds if k not in lazy}
-        rows = {k: tables[k].num_rows if k in tables else pq.read_metadata(folder / k).num_rows for k in kinds}
-        later = {k: _LazyTable(folder / k) for k in lazy}
+        present = {k for k in kinds if (folder / k).is_file()}
+        tables = {k: pq.read_table(folder / k) for k in present if k not in lazy}
+        rows = {k: (tables[k].num_rows if k in tables else pq.read_metadata(folder / k).num_rows) if k in present else 0
+                for k in kinds}
+        later = {k: _LazyTable(folder / k) for k in lazy if k in present}
         out: dict[tuple[str, str], CachedRun] = {}
         for entry in index["runs"]:
             parts: dict[str, Any] = {}
+            from_files = tuple(entry.get("from_files", ()))
             for k in kinds:
                 start, n = entry["rows"][k]
                 if start < 0 or n < 0 or start + n > rows[k]:
                     return {}
-                parts[k] = later[k].slice_of(start, n) if k in later else tables[k].slice(start, n)
+                if k in from_files:
+                    parts[k] = None
+                else:
+                    parts[k] = later[k].slice_of(start, n) if k in later else tables[k].slice(start, n)
             out[(entry["label"], entry["run_id"])] = CachedRun(
-                entry["label"], entry["run_id"], entry["fingerprint"], parts, [tuple(w) for w in entry["warnings"]]
+                entry["label"], entry["run_id"], entry["fingerprint"], parts, [tuple(w) for w in entry["warnings"]],
+                from_files,
             )
         return out
     except Exception:  # missing, corrupt, or of another layout: rebuilt, never trusted
@@ -157,12 +170,16 @@ def write_cache(root: Path, kinds: tuple[str, ...], runs: list[CachedRun]) -> No
         for r in runs:
             rows = {}
             for k in kinds:
-                rows[k] = [offsets[k], r.tables[k].num_rows]
-                offsets[k] += r.tables[k].num_rows
+                n = 0 if k in r.from_files else r.tables[k].num_rows
+                rows[k] = [offsets[k], n]
+                offsets[k] += n
             entries.append({"label": r.label, "run_id": r.run_id, "fingerprint": r.fingerprint,
-                            "warnings": [list(w) for w in r.warnings], "rows": rows})
+                            "warnings": [list(w) for w in r.warnings], "rows": rows, "from_files": list(r.from_files)})
         for k in kinds:
-            table = pa.concat_tables([r.tables[k] for r in runs]).unify_dictionaries()
+            stored = [r.tables[k] for r in runs if k not in r.from_files]
+            if not stored:  # every run's table is its own file: no file (read as none, of no rows)
+                continue
+            table = pa.concat_tables(stored).unify_dictionaries()
             pq.write_table(table, tmp / k, compression="zstd")
         index = {"format": FORMAT, "reporter": _reporter_version(), "runs": entries}
         (tmp / "index.json").write_text(json.dumps(index), encoding="utf-8")

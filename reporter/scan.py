@@ -27,13 +27,16 @@ import pyarrow.compute as pc
 from collector.schema import ADDED_COLUMNS, METRICS, READABLE_SCHEMA_VERSIONS, SAMPLES_FILE, SCHEMAS, validate_table
 
 
-def scan_tables(kind: str, paths: list[Path], run_ids: list[str], dictionary: tuple[str, ...] = ()) -> dict[int, pa.Table]:
+def scan_tables(kind: str, paths: list[Path], run_ids: list[str], dictionary: tuple[str, ...] = (),
+                check: bool = True) -> dict[int, pa.Table]:
     """The validated table of ``paths[i]`` (a run's ``kind`` file, whose run is ``run_ids[i]``) by ``i``.
 
     Tables are in the kind's schema without metadata, as ``reporter.load`` reads one file,
     except that the string columns named in ``dictionary`` are read as Parquet stores
     them, dictionary encoded (``dictionary<int32, string>``: no string per row is made).
     An index is absent when its file is missing, damaged or invalid (read it file by file).
+    ``check=False``: the rows are not checked (files checked before, unchanged since); the
+    footers still are.
     """
     plain = SCHEMAS[kind]
     schema = pa.schema([pa.field(f.name, pa.dictionary(pa.int32(), f.type)) if f.name in dictionary else f
@@ -50,6 +53,8 @@ def scan_tables(kind: str, paths: list[Path], run_ids: list[str], dictionary: tu
     except (pa.ArrowException, OSError, ValueError):  # a damaged page: every run the old way
         return {}
     tables = {i: pa.Table.from_batches(batches.get(f.path, []), schema) for i, f in fragments.items()}
+    if not check:
+        return tables
     # Checked in groups of files (their strings decoded a group at a time, so memory stays
     # small), each file alone only in a group that fails.
     out: dict[int, pa.Table] = {}
