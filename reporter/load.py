@@ -534,16 +534,33 @@ def _bad_attempts(cases: pa.Table, case_counts: np.ndarray, samples: pa.Table, s
     or an ok attempt lacks samples (what ``_check_run`` names beyond units)."""
     n_runs = case_counts.size
     names = pc.unique(pa.chunked_array([c.dictionary for c in cases["case_id"].chunks] + [pa.array([], pa.string())]))
-    def codes(column: pa.ChunkedArray) -> np.ndarray:  # through each chunk's (small) dictionary
-        parts = [np.zeros(0, np.int64)]
-        for chunk in column.chunks:
-            at = np.asarray(pc.fill_null(pc.index_in(chunk.dictionary, value_set=names), -1).to_numpy(), np.int64)
-            parts.append(at[np.asarray(chunk.indices.to_numpy(zero_copy_only=False), np.int64)])
-        return np.concatenate(parts)
-    c_case, s_case = codes(cases["case_id"]), codes(samples["case_id"])
+
+    def lookup(chunk: pa.DictionaryArray) -> np.ndarray:  # each dictionary entry's position in names (-1: none)
+        return np.asarray(pc.fill_null(pc.index_in(chunk.dictionary, value_set=names), -1).to_numpy(), np.int64)
+
+    def indices(chunk: pa.DictionaryArray) -> np.ndarray:
+        return np.asarray(chunk.indices.to_numpy(zero_copy_only=False), np.int64)
+
+    c_case = np.concatenate([np.zeros(0, np.int64)] + [lookup(c)[indices(c)] for c in cases["case_id"].chunks])
     c_proc = cases["process"].to_numpy().astype(np.int64)
-    s_proc = samples["process"].to_numpy().astype(np.int64)
-    c_run, s_run = _run_index(case_counts), _run_index(sample_counts)
+    c_run = _run_index(case_counts)
+    # Samples are stored by attempt: only the rows where a new (run, case, process) begins are keyed.
+    ends = np.cumsum(sample_counts)
+    s_case_parts, s_proc_parts, s_run_parts = [np.zeros(0, np.int64)], [np.zeros(0, np.int64)], [np.zeros(0, np.int64)]
+    offset = 0
+    for batch in samples.to_batches():
+        n = batch.num_rows
+        if not n:
+            continue
+        case = batch.column(batch.schema.get_field_index("case_id"))
+        idx = indices(case)
+        proc = np.asarray(batch.column(batch.schema.get_field_index("process")).to_numpy(zero_copy_only=False), np.int64)
+        begins = np.flatnonzero(np.r_[True, (idx[1:] != idx[:-1]) | (proc[1:] != proc[:-1])])
+        s_case_parts.append(lookup(case)[idx[begins]])
+        s_proc_parts.append(proc[begins])
+        s_run_parts.append(np.searchsorted(ends, offset + begins, side="right"))
+        offset += n
+    s_case, s_proc, s_run = (np.concatenate(p) for p in (s_case_parts, s_proc_parts, s_run_parts))
     bad = np.zeros(n_runs, bool)
     bad[s_run[s_case < 0]] = True  # samples of a case no run of these has a row for
     for proc, run in ((c_proc, c_run), (s_proc, s_run)):
@@ -554,8 +571,7 @@ def _bad_attempts(cases: pa.Table, case_counts: np.ndarray, samples: pa.Table, s
     s_key = (s_run * span_c + np.maximum(s_case, 0)) * span_p + np.maximum(s_proc, 0)
     order = np.sort(c_key)
     bad[(order[1:][order[1:] == order[:-1]] // span_p) // span_c] = True  # an attempt with two rows
-    change = np.r_[True, s_key[1:] != s_key[:-1]]  # samples are stored by attempt: few distinct runs of keys
-    sampled = np.unique(s_key[change])
+    sampled = np.unique(s_key)
     bad[(sampled[~np.isin(sampled, c_key)] // span_p) // span_c] = True  # samples without their row
     ok = pc.equal(cases["status"].cast(pa.string()) if cases.num_rows else pa.array([], pa.string()), STATUS_OK)
     ok = np.asarray(ok.to_numpy(zero_copy_only=False), bool) if cases.num_rows else np.zeros(0, bool)
@@ -616,12 +632,20 @@ def _drop_unsampled(cases: pa.Table, samples: pa.Table) -> tuple[pa.Table, int]:
 
 def _redact_environment(table: pa.Table) -> pa.Table:
     """The environment with ``collector.redact`` applied again, so every view shows redacted
-    values even for runs recorded before the collector redacted that form."""
-    values = table.column("value").to_pylist()
-    redacted = [redact_entry(s, k, v) if v else v for s, k, v in zip(table.column("section").to_pylist(),
-                                                                     table.column("key").to_pylist(), values)]
-    if redacted == values:
+    values even for runs recorded before the collector redacted that form (each distinct
+    entry redacted once: runs repeat most of their environment)."""
+    if not table.num_rows:
         return table
+    entries = pa.table({c: table.column(c).cast(pa.string()) for c in ("section", "key", "value")})
+    distinct = entries.group_by(["section", "key", "value"]).aggregate([])
+    changed = [(s, k, v, r) for s, k, v in zip(distinct["section"].to_pylist(), distinct["key"].to_pylist(),
+                                              distinct["value"].to_pylist())
+               if v and (r := redact_entry(s, k, v)) != v]
+    if not changed:
+        return table
+    values = table.column("value").to_pylist()
+    fix = {(s, k, v): r for s, k, v, r in changed}
+    redacted = [fix.get((s, k, v), v) for s, k, v in zip(entries["section"].to_pylist(), entries["key"].to_pylist(), values)]
     i = table.schema.get_field_index("value")
     return table.set_column(i, table.schema.field(i), pa.array(redacted, type=table.schema.field(i).type))
 
