@@ -1070,13 +1070,13 @@ def _with_case_info(df: pd.DataFrame, cases: pd.DataFrame, *, work: bool = False
     if cases.empty:
         info = pd.DataFrame(columns=["case_id", *columns])
     else:
-        info = cases[["case_id", *columns]].copy()
+        # The first non-null value per case (a failed attempt may lack the work columns), then
+        # the few rows left as plain strings.
+        info = cases[["case_id", *columns]].groupby("case_id", observed=True, sort=False).first().reset_index()
         for c in ("case_id", "workload", "params", "items_unit", "family"):
             if c in info:
                 info[c] = info[c].astype(object).where(info[c].notna(), None)
         info["case_id"] = info["case_id"].astype(str)
-        # The first non-null value per case: a failed attempt may lack the work columns.
-        info = info.groupby("case_id", sort=False).first().reset_index()
     out = df.drop(columns=[c for c in columns if c in df]).merge(info, on="case_id", how="left")
     out["workload"] = out["workload"].where(out["workload"].notna(), out["case_id"].str.split("[", n=1).str[0])
     out["params"] = out["params"].where(out["params"].notna(), "{}")
