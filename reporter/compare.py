@@ -445,8 +445,8 @@ def compare_labels(
             "compare two labels, or two runs with LABEL@RUN_ID"
         )
     ub, uc = _ranked(sides["baseline"]), _ranked(sides["candidate"])
-    kb = set(zip(ub["case_id"], ub["metric"]))
-    kc = set(zip(uc["case_id"], uc["metric"]))
+    kb = set(zip(ub["case_id"].tolist(), ub["metric"].tolist()))
+    kc = set(zip(uc["case_id"].tolist(), uc["metric"].tolist()))
     unmatched = sorted([(c, m, "baseline") for c, m in kb - kc] + [(c, m, "candidate") for c, m in kc - kb])
     keys = sorted(kb & kc)
     if not keys:
@@ -628,7 +628,7 @@ def _pool_run_variance(
     nan = np.full(n_rows, np.nan)
     if pool.empty:
         return nan, nan, np.zeros(n_rows)
-    code = np.array([code_of.get(k, -1) for k in zip(pool["case_id"], pool["metric"])], dtype=np.int64)
+    code = np.array([code_of.get(k, -1) for k in zip(pool["case_id"].tolist(), pool["metric"].tolist())], dtype=np.int64)
     keep = (code >= 0) & (pool["median"].to_numpy() > 0)
     p = pool[keep]
     code = code[keep]
@@ -664,7 +664,7 @@ def _compare_rows(
     n = len(keys)
     code_of = {k: i for i, k in enumerate(keys)}
     for u in (ub, uc):
-        u["row"] = [code_of.get(k, -1) for k in zip(u["case_id"], u["metric"])]
+        u["row"] = [code_of.get(k, -1) for k in zip(u["case_id"].tolist(), u["metric"].tolist())]
     ub, uc = ub[ub["row"] >= 0], uc[uc["row"] >= 0]
     info = pd.concat([ub, uc]).groupby("row")[["unit", "better"]].first().reindex(range(n))
     higher = (info["better"] == BETTER_HIGHER).to_numpy()
