@@ -275,16 +275,20 @@ def _cached_units(archive: Archive) -> pd.DataFrame | None:
     have = store.get("units", keys)
     missing = {r for r, k in zip(ids, keys) if k not in have}
     if missing:
-        fresh = _units(_restricted(archive, missing).ok_samples())
-        fresh = fresh.assign(run_id=fresh["run_id"].astype(str)).sort_values(
-            ["run_id", "case_id", "metric", "process"], kind="stable")
-        by_run = dict(iter(fresh.groupby("run_id", sort=False)))
-        new = {archive.run_keys[r]: (by_run.get(r, fresh.iloc[0:0]).reset_index(drop=True), [archive.run_keys[r]])
-               for r in missing}
-        store.put("units", new)
-        have.update({k: v[0] for k, v in new.items()})
+        have.update(_store_units(store, archive, _units(_restricted(archive, missing).ok_samples()), missing))
     parts = [have[k] for k in keys]
     return pd.concat(parts, ignore_index=True) if parts else None
+
+
+def _store_units(store: Any, archive: Archive, fresh: pd.DataFrame, run_ids: set[str]) -> dict[str, pd.DataFrame]:
+    """Keep ``fresh`` (``_units`` of every ok sample of ``run_ids``) in ``store``, run by run; the entries by key."""
+    fresh = fresh.assign(run_id=fresh["run_id"].astype(str)).sort_values(
+        ["run_id", "case_id", "metric", "process"], kind="stable")
+    by_run = dict(iter(fresh.groupby("run_id", sort=False)))
+    new = {archive.run_keys[r]: (by_run.get(r, fresh.iloc[0:0]).reset_index(drop=True), [archive.run_keys[r]])
+           for r in run_ids}
+    store.put("units", new)
+    return {k: v[0] for k, v in new.items()}
 
 
 # ------------------------------------------------------------------ summaries
@@ -313,7 +317,13 @@ def compute_summaries(archive: Archive, *, confidence: float = 0.95) -> pd.DataF
         missing = {label for label, k in keys.items() if k not in have}
         if missing:
             ids = {r for label in missing for r in run_ids[label]}
-            fresh = _pooled_summaries(_restricted(archive, ids), confidence)
+            units: list[pd.DataFrame] = []
+            fresh = _pooled_summaries(_restricted(archive, ids), confidence, units_out=units)
+            unit_keys = {archive.run_keys[r]: r for r in ids}
+            unstored = {r for k, r in unit_keys.items() if k not in store.get("units", list(unit_keys))}
+            if units and unstored:  # the per-run units, computed on the way, for comparisons to come
+                u = units[0]
+                _store_units(store, archive, u[u["run_id"].astype(str).isin(unstored)], unstored)
             new = {keys[label]: (fresh[fresh["label"] == label].reset_index(drop=True),
                                  [archive.run_keys[r] for r in run_ids[label]]) for label in missing}
             store.put("labels", new)
@@ -326,8 +336,9 @@ def compute_summaries(archive: Archive, *, confidence: float = 0.95) -> pd.DataF
     return out[list(SUMMARY_COLUMNS)].reset_index(drop=True)
 
 
-def _pooled_summaries(archive: Archive, confidence: float) -> pd.DataFrame:
-    """``compute_summaries`` without the case information, from the samples."""
+def _pooled_summaries(archive: Archive, confidence: float, units_out: list[pd.DataFrame] | None = None) -> pd.DataFrame:
+    """``compute_summaries`` without the case information, from the samples; ``units_out``
+    receives ``_units`` of the same samples, computed on the way."""
     s = archive.ok_samples()
     if s.empty:
         return pd.DataFrame({c: [] for c in SUMMARY_COLUMNS if c not in ("workload", "params")})
@@ -335,6 +346,8 @@ def _pooled_summaries(archive: Archive, confidence: float) -> pd.DataFrame:
     # Everything per unit first (one sort), then the groups as combinations of the units'
     # category codes, in category order (the order a sorted groupby on them gives).
     u, unit_of, first = _unit_summaries(s)
+    if units_out is not None:
+        units_out.append(u)
     parts = [s[k].cat.codes.to_numpy(np.int64)[first] for k in keys]
     combined = (parts[0] * (int(parts[1].max()) + 1) + parts[1]) * (int(parts[2].max()) + 1) + parts[2]
     distinct, u_code = np.unique(combined, return_inverse=True)

@@ -41,17 +41,17 @@ def _same(x, y) -> None:
 def _spy(monkeypatch: pytest.MonkeyPatch) -> tuple[list[set[str]], list[set[str]]]:
     units: list[set[str]] = []
     labels: list[set[str]] = []
-    real_units, real_pooled = compare._units, compare._pooled_summaries
+    real_units, real_pooled = compare._store_units, compare._pooled_summaries
 
-    def counting_units(samples):
-        units.append(set(samples["run_id"].astype(str)))
-        return real_units(samples)
+    def counting_units(store, archive, fresh, run_ids):  # every run whose units are computed is stored
+        units.append(set(run_ids))
+        return real_units(store, archive, fresh, run_ids)
 
-    def counting_pooled(a, confidence):
+    def counting_pooled(a, confidence, **kwargs):
         labels.append(set(a.runs["label"].astype(str)))
-        return real_pooled(a, confidence)
+        return real_pooled(a, confidence, **kwargs)
 
-    monkeypatch.setattr(compare, "_units", counting_units)
+    monkeypatch.setattr(compare, "_store_units", counting_units)
     monkeypatch.setattr(compare, "_pooled_summaries", counting_pooled)
     return units, labels
 
