@@ -115,7 +115,7 @@ class Archive:
     summaries: Any = None  # a reporter.summary_cache.SummaryCache, shared by every selection
     # The samples of a set of run ids (all when None) read from their sources, when
     # ``samples`` is not in memory: a selection of runs reads only its own.
-    sample_source: Callable[[set[str] | None], pd.DataFrame] | None = None
+    sample_source: Any = None  # a _SampleSource: called with a set of run ids (or None), it returns their samples
 
     def labels(self) -> list[str]:
         """The labels that hold at least one valid run, sorted."""
@@ -167,6 +167,11 @@ class Archive:
     def samples_loaded(self) -> bool:
         """Whether ``samples`` is in memory (it is read on first use when the summaries were cached)."""
         return not callable(self.__dict__["_samples"])
+
+    @property
+    def samples_used(self) -> bool:
+        """Whether any samples were turned into a table since loading (all of them, or a selection's)."""
+        return self.samples_loaded or (self.sample_source is not None and self.sample_source.frames > 0)
 
     def ok_samples(self) -> pd.DataFrame:
         """The samples of attempts recorded ``ok`` in cases.parquet.
@@ -783,8 +788,10 @@ class _SampleSource:
         self.valid = valid
         self.ids = {r.run_id for r in valid}
         self.full: pd.DataFrame | None = None
+        self.frames = 0  # tables made
 
     def __call__(self, only: set[str] | None) -> pd.DataFrame:
+        self.frames += 1
         if only is not None and self.ids <= only:
             only = None
         if self.full is None and only is None:
