@@ -317,14 +317,21 @@ def compute_summaries(archive: Archive, *, confidence: float = 0.95) -> pd.DataF
         missing = {label for label, k in keys.items() if k not in have}
         if missing:
             ids = {r for label in missing for r in run_ids[label]}
-            units: list[pd.DataFrame] = []
-            fresh = _pooled_summaries(_restricted(archive, ids), confidence, units_out=units)
             unit_keys = {archive.run_keys[r]: r for r in ids}
             unstored = {r for k, r in unit_keys.items() if k not in store.get("units", list(unit_keys))}
-            if units and unstored:  # the per-run units, computed on the way, for comparisons to come
-                u = units[0]
-                _store_units(store, archive, u[u["run_id"].astype(str).isin(unstored)], unstored)
-            new = {keys[label]: (fresh[fresh["label"] == label].reset_index(drop=True),
+            # Labels are independent: a few at a time, so that only their samples are in memory at once.
+            attempts = archive.cases.groupby("label", observed=True).size()
+            fresh_parts, units = [], []
+            for chunk in _chunks(sorted(missing), {str(k): int(v) for k, v in attempts.items()}, SUMMARY_CHUNK_ATTEMPTS):
+                chunk_ids = {r for label in chunk for r in run_ids[label]}
+                fresh_parts.append(_pooled_summaries(_restricted(archive, chunk_ids), confidence, units_out=units))
+                if units and unstored:  # the per-run units, computed on the way, for comparisons to come
+                    units[-1] = units[-1][units[-1]["run_id"].astype(str).isin(unstored)]
+            if units and unstored:
+                _store_units(store, archive, pd.concat(units, ignore_index=True), unstored)
+            del units
+            fresh = pd.concat(fresh_parts, ignore_index=True)
+            new = {keys[label]: (fresh[fresh["label"].astype(str) == label].reset_index(drop=True),
                                  [archive.run_keys[r] for r in run_ids[label]]) for label in missing}
             store.put("labels", new)
             have.update({k: v[0] for k, v in new.items()})
@@ -334,6 +341,25 @@ def compute_summaries(archive: Archive, *, confidence: float = 0.95) -> pd.DataF
     out = out.sort_values(["label", "case_id", "metric"], kind="stable")
     out = _with_case_info(out, archive.cases)
     return out[list(SUMMARY_COLUMNS)].reset_index(drop=True)
+
+
+# Labels summarised together hold at most about this many attempts (a few million samples):
+# an archive of any size is summarised in bounded memory.
+SUMMARY_CHUNK_ATTEMPTS = 100_000
+
+
+def _chunks(labels: list[str], attempts: dict[str, int], limit: int) -> list[list[str]]:
+    """``labels`` in order, in consecutive groups of at most ``limit`` attempts (a larger label alone)."""
+    out: list[list[str]] = []
+    size = 0
+    for label in labels:
+        n = attempts.get(label, 0)
+        if not out or (size + n > limit and out[-1]):
+            out.append([])
+            size = 0
+        out[-1].append(label)
+        size += n
+    return out
 
 
 def _pooled_summaries(archive: Archive, confidence: float, units_out: list[pd.DataFrame] | None = None) -> pd.DataFrame:

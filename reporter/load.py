@@ -283,6 +283,7 @@ def load_archive(runs_dir: str | os.PathLike[str], strict: bool = False, *, cach
     valid.sort(key=lambda r: (r.label, r.run_id))
     if cache and (any(not r.from_cache for r in valid) or {(r.label, r.run_id) for r in valid} != cached_keys):
         _write_cache(root, valid)
+    _let_go_of_samples(valid)
     return _assemble(root, valid, sorted(problems, key=lambda p: p.path), cache)
 
 
@@ -365,6 +366,21 @@ def _write_cache(root: Path, valid: list["_RunTables"]) -> None:
         keep.append(CachedRun(r.label, r.run_id, r.fingerprint, r.tables,
                               [(w.path[len(prefix):], w.reason) for w in r.warnings], r.from_files))
     write_cache(root, _TABLES, keep)
+
+
+# Samples read and checked at load are kept for the summaries up to this many rows (about
+# 1 GB); beyond it they are let go and read again from the runs, a few labels at a time.
+KEEP_SAMPLE_ROWS = 20_000_000
+
+
+def _let_go_of_samples(valid: list[_RunTables]) -> None:
+    """Past ``KEEP_SAMPLE_ROWS``, replace the samples tables that are the runs' own files by readers of them."""
+    held = [r for r in valid if SAMPLES_FILE in r.from_files and isinstance(r.tables.get(SAMPLES_FILE), pa.Table)]
+    if sum(r.tables[SAMPLES_FILE].num_rows for r in held) <= KEEP_SAMPLE_ROWS:
+        return
+    originals = _OriginalSamples()
+    for r in held:
+        r.tables[SAMPLES_FILE] = originals.add(r.path)
 
 
 class _OriginalSamples:

@@ -123,3 +123,39 @@ def test_summaries_of_a_selection_leave_those_of_the_whole_labels(archive: Path,
     b = load_archive(archive)
     compute_summaries(b)
     assert labels == [] and not b.samples_loaded
+
+
+def test_summaries_a_label_at_a_time_and_samples_read_again_from_the_runs_are_the_same(
+        archive: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import numpy as np
+
+    import reporter.load as load
+    from test_reporter_support import lognormal_processes, run_id, write_run
+
+    # Runs recorded as today's collector writes them (their samples are their files, not copied into the cache).
+    archive = archive.parent / "modern"
+    rng = np.random.default_rng(5)
+    for i in range(6):
+        write_run(archive, f"stack-{i % 3}", {c: lognormal_processes(rng, 3, 6, 1e-3 * (1 + i % 3), 0.02, 0.005)
+                                             for c in ("mm[n=1024]", "conv[k=3]")}, run_id=run_id(i, f"{i:06x}"))
+    plain = _report(load_archive(archive, cache=False))
+    # Every label summarised alone, and the samples checked at load let go and read again from the runs.
+    monkeypatch.setattr(compare, "SUMMARY_CHUNK_ATTEMPTS", 1)
+    monkeypatch.setattr(load, "KEEP_SAMPLE_ROWS", 0)
+    chunks, read = [], []
+    real_pooled, real_read = compare._pooled_summaries, load._OriginalSamples.read
+
+    def counting_pooled(a, confidence, **kwargs):
+        chunks.append(set(a.runs["label"].astype(str)))
+        return real_pooled(a, confidence, **kwargs)
+
+    def counting_read(self, indices):
+        read.append(len(indices))
+        return real_read(self, indices)
+
+    monkeypatch.setattr(compare, "_pooled_summaries", counting_pooled)
+    monkeypatch.setattr(load._OriginalSamples, "read", counting_read)
+    a = load_archive(archive)
+    _same(plain, _report(a))
+    assert len(chunks) == len(a.labels()) and all(len(c) == 1 for c in chunks)
+    assert read and max(read) < len(a.runs)  # a label's runs at a time, never the whole archive
