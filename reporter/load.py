@@ -312,13 +312,25 @@ def _read_runs(root: Path, folders: list[tuple[str, Path]], cache: bool) -> tupl
     return results, set(cached)  # type: ignore[return-value]
 
 
-def _read_fresh(folders: list[tuple[str, Path]], todo: list[int], cache: bool) -> dict[int, "_RunTables | Problem"]:
-    """The runs ``folders[i]`` for ``i`` in ``todo``, read from their files (each fingerprinted when ``cache``).
+# Runs read (scanned and checked) together; past KEEP_SAMPLE_ROWS, memory holds about one such batch of samples.
+READ_BATCH_RUNS = 1000
 
-    Each kind of file of all of them in one scan (``reporter.scan``), checked across
-    files in bulk (``_read_scanned``); a run that is not whole there (a file damaged or
-    invalid, part files, a cross-file problem) is read file by file (``_read_run``), which
-    names what is wrong with it.
+
+def _read_fresh(folders: list[tuple[str, Path]], todo: list[int], cache: bool) -> dict[int, "_RunTables | Problem"]:
+    """The runs ``folders[i]`` for ``i`` in ``todo``, read from their files (each fingerprinted when ``cache``),
+    ``READ_BATCH_RUNS`` at a time, the samples let go of once more than ``KEEP_SAMPLE_ROWS`` are held."""
+    out: dict[int, _RunTables | Problem] = {}
+    for at in range(0, len(todo), READ_BATCH_RUNS):
+        out.update(_read_batch(folders, todo[at:at + READ_BATCH_RUNS], cache))
+        _let_go_of_samples([r for r in out.values() if isinstance(r, _RunTables)])
+    return out
+
+
+def _read_batch(folders: list[tuple[str, Path]], todo: list[int], cache: bool) -> dict[int, "_RunTables | Problem"]:
+    """``_read_fresh`` of one batch: each kind of file of all its runs in one scan (``reporter.scan``),
+    checked across files in bulk (``_read_scanned``); a run that is not whole there (a file
+    damaged or invalid, part files, a cross-file problem) is read file by file (``_read_run``),
+    which names what is wrong with it.
     """
     fps = {i: fingerprint(folders[i][1]) for i in todo} if cache else {}  # before reading: a change made meanwhile reads again next time
     whole = [i for i in todo if not has_parts(folders[i][1])]
@@ -376,7 +388,7 @@ KEEP_SAMPLE_ROWS = 20_000_000
 def _let_go_of_samples(valid: list[_RunTables]) -> None:
     """Past ``KEEP_SAMPLE_ROWS``, replace the samples tables that are the runs' own files by readers of them."""
     held = [r for r in valid if SAMPLES_FILE in r.from_files and isinstance(r.tables.get(SAMPLES_FILE), pa.Table)]
-    if sum(r.tables[SAMPLES_FILE].num_rows for r in held) <= KEEP_SAMPLE_ROWS:
+    if not held or sum(r.tables[SAMPLES_FILE].num_rows for r in held) <= KEEP_SAMPLE_ROWS:
         return
     originals = _OriginalSamples()
     for r in held:

@@ -139,9 +139,11 @@ def test_summaries_a_label_at_a_time_and_samples_read_again_from_the_runs_are_th
         write_run(archive, f"stack-{i % 3}", {c: lognormal_processes(rng, 3, 6, 1e-3 * (1 + i % 3), 0.02, 0.005)
                                              for c in ("mm[n=1024]", "conv[k=3]")}, run_id=run_id(i, f"{i:06x}"))
     plain = _report(load_archive(archive, cache=False))
-    # Every label summarised alone, and the samples checked at load let go and read again from the runs.
+    # Every label summarised alone, the runs read in batches, and the samples checked at load let go and read
+    # again from the runs.
     monkeypatch.setattr(compare, "SUMMARY_CHUNK_ATTEMPTS", 1)
     monkeypatch.setattr(load, "KEEP_SAMPLE_ROWS", 0)
+    monkeypatch.setattr(load, "READ_BATCH_RUNS", 4)  # and the runs read a few at a time
     chunks, read = [], []
     real_pooled, real_read = compare._pooled_summaries, load._OriginalSamples.read
 
