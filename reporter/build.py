@@ -601,31 +601,31 @@ def _prepare_generated(site: Path, language_dirs: Sequence[str] = ()) -> set[Pat
 
 def _put(target: Path, data: bytes, stale: set[Path]) -> None:
     """Write ``data`` to ``target`` unless it holds just that already."""
-    stale.discard(target)
-    try:
-        if target.is_file() and not target.is_symlink() and target.stat().st_size == len(data) and target.read_bytes() == data:
-            return
-    except OSError:
-        pass
-    target.parent.mkdir(parents=True, exist_ok=True)
-    if target.is_symlink() or target.is_dir():
-        _unlink(target)
-    target.write_bytes(data)
+    _replace(target, stale, lambda: target.stat().st_size == len(data) and target.read_bytes() == data,
+             lambda: target.write_bytes(data))
 
 
 def _copy(source: Path, target: Path, stale: set[Path]) -> None:
     """Copy ``source`` to ``target`` (with its times) unless the copy there has its size and time."""
+    def same() -> bool:
+        a, b = source.stat(), target.stat()
+        return (a.st_size, a.st_mtime_ns) == (b.st_size, b.st_mtime_ns)
+
+    _replace(target, stale, same, lambda: shutil.copy2(source, target))
+
+
+def _replace(target: Path, stale: set[Path], same: Callable[[], bool], write: Callable[[], Any]) -> None:
+    """Make ``target`` with ``write`` unless it is a plain file for which ``same()`` holds; it is no longer stale."""
     stale.discard(target)
     try:
-        a, b = source.stat(), target.lstat()
-        if not target.is_symlink() and target.is_file() and (a.st_size, a.st_mtime_ns) == (b.st_size, b.st_mtime_ns):
+        if target.is_file() and not target.is_symlink() and same():
             return
     except OSError:
         pass
     target.parent.mkdir(parents=True, exist_ok=True)
     if target.is_symlink() or target.is_dir():
         _unlink(target)
-    shutil.copy2(source, target)
+    write()
 
 
 def _unlink(path: Path) -> None:
