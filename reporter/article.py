@@ -128,28 +128,16 @@ def compute_article(
     """
     t = catalogue(lang)
     cache = cache if cache is not None else {}
-    families = dict(families or {})
     c = comparison or compare_labels(archive, spec.baseline, spec.candidate, noise=spec.noise,
                                      single_band=spec.single_band, correction=spec.correction)
-    sides = {role: archive.select(sel) for role, sel in (("baseline", spec.baseline), ("candidate", spec.candidate))}
-    recorded = _recorded_families(archive)
-    families = {**families, **recorded}
-    fps = {role: _fingerprint(a) for role, a in sides.items()}
-    devices = {role: distinct(a.runs["device_name"]) for role, a in sides.items()}
-    device = ", ".join(distinct(devices["baseline"] + devices["candidate"])) or "?"
-    rows_df = _contract_rows(c, families)
-    rows_df = rows_df[~rows_df["metric"].isin(HIDDEN_METRICS)].reset_index(drop=True)
-    # Per case: what other than the stack could explain a difference (precision in effect, GPU state).
-    idle = {role: interleaved_siblings(a.runs["run_id"].astype(str), archive.environment) for role, a in sides.items()}
-    case_notes = compute_case_confounders(sides["baseline"].cases, sides["candidate"].cases,
-                                          sides["baseline"].gpu_state, sides["candidate"].gpu_state,
-                                          case_ids=sorted(set(rows_df["case_id"].astype(str))), idle_siblings=idle)
-    rows = _case_rows(rows_df, sides, t, case_notes)
-    units = {role: _unit_moments(a) for role, a in sides.items()}
-
-    confounders = _confounders(fps["baseline"], fps["candidate"])
-    cross_device = devices["baseline"] != devices["candidate"] or \
-        distinct(sides["baseline"].runs["device_type"]) != distinct(sides["candidate"].runs["device_type"])
+    # What does not depend on the language is computed once per comparison, whatever the number of languages.
+    base_key = ("article-base", id(c), spec.baseline, spec.candidate, spec.run_ids, tuple(sorted((families or {}).items())))
+    if base_key not in cache:
+        cache[base_key] = (c, _language_free(archive, spec, c, families))
+    b = cache[base_key][1]
+    sides, families, fps, devices, device = b["sides"], b["families"], b["fps"], b["devices"], b["device"]
+    rows_df, units, confounders, cross_device = b["rows_df"], b["units"], b["confounders"], b["cross_device"]
+    rows = _case_rows(rows_df, sides, t, b["case_notes"])
 
     sections = _sections(rows, rows_df, units, sides, spec, t, cache, lang)
     geomeans = dict(c.geomeans)
@@ -160,7 +148,7 @@ def compute_article(
     best = tuple(sorted((r for r in calls if r.verdict is Verdict.BETTER), key=lambda r: -r.ratio.value)[:TOP_N])
     worst = tuple(sorted((r for r in calls if r.verdict is Verdict.WORSE), key=lambda r: r.ratio.value)[:TOP_N])
     numerics = [n for s in sections for n in s.numerics]
-    method = _method(sides, fps, c)
+    method = b["method"]
     title = spec.title or t.plain("article.default_title", candidate=spec.candidate, baseline=spec.baseline, device=device)
     return ArticleData(
         title=title,
@@ -171,12 +159,10 @@ def compute_article(
         device=device,
         headline=headline,
         stacks=_stacks(sides, fps, t),
-        changes=_changes(fps["baseline"], fps["candidate"])
-        + tuple((f"settings.{p.setting}", _setting(p.baseline), _setting(p.candidate))
-                for p in compute_precision_changes(sides["baseline"].cases, sides["candidate"].cases)),
+        changes=b["changes"],
         confounders=confounders,
         method=method,
-        runs=tuple(_run_refs(sides)),
+        runs=b["runs"],
         sections=sections,
         best=best,
         worst=worst,
@@ -184,10 +170,45 @@ def compute_article(
         not_measured=_not_measured(sides, {r.workload for r in rows} | {b.workload for b in numerics}, families,
                                    titles or {}, t, c),
         unmatched=tuple(_unmatched(c, t)),
-        reproduce=tuple(_reproduce(role, spec.baseline if role == "baseline" else spec.candidate, fps[role])
-                        for role in ("baseline", "candidate")),
+        reproduce=b["reproduce"],
         build_command=build_command,
     )
+
+
+def _language_free(archive: Archive, spec: ComparisonSpec, c: Comparison,
+                   families: Mapping[str, str] | None) -> dict[str, Any]:
+    """The parts of ``compute_article`` that read the archive and no message catalogue."""
+    sides = {role: archive.select(sel) for role, sel in (("baseline", spec.baseline), ("candidate", spec.candidate))}
+    families = {**dict(families or {}), **_recorded_families(archive)}
+    fps = {role: _fingerprint(a) for role, a in sides.items()}
+    devices = {role: distinct(a.runs["device_name"]) for role, a in sides.items()}
+    rows_df = _contract_rows(c, families)
+    rows_df = rows_df[~rows_df["metric"].isin(HIDDEN_METRICS)].reset_index(drop=True)
+    # Per case: what other than the stack could explain a difference (precision in effect, GPU state).
+    idle = {role: interleaved_siblings(a.runs["run_id"].astype(str), archive.environment) for role, a in sides.items()}
+    case_notes = compute_case_confounders(sides["baseline"].cases, sides["candidate"].cases,
+                                          sides["baseline"].gpu_state, sides["candidate"].gpu_state,
+                                          case_ids=sorted(set(rows_df["case_id"].astype(str))), idle_siblings=idle)
+    return {
+        "sides": sides,
+        "families": families,
+        "fps": fps,
+        "devices": devices,
+        "device": ", ".join(distinct(devices["baseline"] + devices["candidate"])) or "?",
+        "rows_df": rows_df,
+        "case_notes": case_notes,
+        "units": {role: _unit_moments(a) for role, a in sides.items()},
+        "confounders": _confounders(fps["baseline"], fps["candidate"]),
+        "cross_device": devices["baseline"] != devices["candidate"]
+        or distinct(sides["baseline"].runs["device_type"]) != distinct(sides["candidate"].runs["device_type"]),
+        "method": _method(sides, fps, c),
+        "changes": _changes(fps["baseline"], fps["candidate"])
+        + tuple((f"settings.{p.setting}", _setting(p.baseline), _setting(p.candidate))
+                for p in compute_precision_changes(sides["baseline"].cases, sides["candidate"].cases)),
+        "runs": tuple(_run_refs(sides)),
+        "reproduce": tuple(_reproduce(role, spec.baseline if role == "baseline" else spec.candidate, fps[role])
+                           for role in ("baseline", "candidate")),
+    }
 
 
 # ---- rows ---------------------------------------------------------------------------------------
