@@ -328,7 +328,7 @@ def _sections(rows: list[CaseRow], df: pd.DataFrame, units: Mapping[str, pd.Data
             continue
         order = {f: i for i, f in enumerate(families)}
         workloads = sorted({r.workload for r in sub}, key=lambda w: (order[next(r.family for r in sub if r.workload == w)], w))
-        blocks = tuple(_block(w, [r for r in sub if r.workload == w], df, units, t, sides) for w in workloads)
+        blocks = tuple(_block(w, [r for r in sub if r.workload == w], df, units, t, sides, cache) for w in workloads)
         main = [r for r in sub if r.main]
         chart = _ratio_chart(key, main, t) if len(main) >= 2 else None
         out.append(Section(key, number, blocks=blocks, chart=chart))
@@ -336,10 +336,10 @@ def _sections(rows: list[CaseRow], df: pd.DataFrame, units: Mapping[str, pd.Data
 
 
 def _block(workload: str, rows: list[CaseRow], df: pd.DataFrame, units: Mapping[str, pd.DataFrame], t: Catalogue,
-           sides: Mapping[str, Archive] | None = None) -> Block:
+           sides: Mapping[str, Archive] | None = None, cache: dict[Any, Any] | None = None) -> Block:
     params = _distinct_params([params_of(p) for p in df.loc[df["workload"] == workload, "params"]])
     title, _ = block_heading(t, workload, params)
-    derived = tuple(d for d in _derived(workload, rows, df, units, t, sides) if d.rows)
+    derived = tuple(d for d in _derived(workload, rows, df, units, t, sides, cache) if d.rows)
     return Block(
         workload=workload, title=title, rows=tuple(rows), derived=derived,
         charts=tuple(c for c in (_scaling_chart(workload, rows, df, t, _stack_names(sides)),) if c is not None),
@@ -469,7 +469,8 @@ def _pairs(df: pd.DataFrame, workload: str, key: str, reference: Any) -> list[tu
 
 
 def _derived(workload: str, rows: list[CaseRow], df: pd.DataFrame, units: Mapping[str, pd.DataFrame],
-             t: Catalogue, sides: Mapping[str, Archive] | None = None) -> list[DerivedTable]:
+             t: Catalogue, sides: Mapping[str, Archive] | None = None,
+             cache: dict[Any, Any] | None = None) -> list[DerivedTable]:
     """The figures the source write-ups lead with, per side, where this workload's cases allow them."""
 
     def per_side(reference: str, other: str, metric: str, higher: bool = False,
@@ -508,7 +509,7 @@ def _derived(workload: str, rows: list[CaseRow], df: pd.DataFrame, units: Mappin
     elif workload == "dataloader":
         tables.append(_loader_table(rows, df, t))
     elif workload == "multigpu" and sides is not None:
-        tables.append(_scaling_table(sides, t))
+        tables.append(_scaling_table(sides, t, cache))
     elif workload == "cpu_vs_gpu":
         speed = []
         for rest, cpu, gpu, _ in _pairs(df, workload, "on", "cpu"):
@@ -521,12 +522,17 @@ def _derived(workload: str, rows: list[CaseRow], df: pd.DataFrame, units: Mappin
     return tables
 
 
-def _scaling_table(sides: Mapping[str, Archive], t: Catalogue) -> DerivedTable:
-    """DDP/DataParallel scaling efficiency per (mode, model, nodes, devices) on each side (reporter.scaling)."""
+def _scaling_table(sides: Mapping[str, Archive], t: Catalogue, cache: dict[Any, Any] | None = None) -> DerivedTable:
+    """DDP/DataParallel scaling efficiency per (mode, model, nodes, devices) on each side (reporter.scaling);
+    each side's efficiencies computed once in ``cache`` (shared by the article's languages)."""
+    cache = cache if cache is not None else {}
     points: dict[tuple[str, str, int, int], list[ScalingEfficiency | None]] = {}
     for i, role in enumerate(("baseline", "candidate")):
         a = sides[role]
-        for e in compute_scaling_table(a.cases, a.ok_samples()):
+        key = ("scaling", id(a))
+        if key not in cache:
+            cache[key] = (a, compute_scaling_table(a.cases, a.ok_samples()))
+        for e in cache[key][1]:
             points.setdefault((e.mode, e.model, e.nodes, e.devices), [None, None])[i] = e
     out = []
     for (mode, model, nodes, devices), (b, c) in sorted(points.items()):
@@ -774,11 +780,13 @@ def _run_refs(sides: Mapping[str, Archive]) -> Iterable[RunRef]:
 
 def _case_status(cases: pd.DataFrame) -> dict[str, str]:
     """One status per case over its worker processes: ok, skipped (every process skipped it), or failed."""
-    out: dict[str, str] = {}
-    for case_id, statuses in cases.groupby("case_id", observed=True)["status"]:
-        s = set(statuses.astype(str))
-        out[str(case_id)] = "ok" if s == {"ok"} else "skipped" if s == {"skipped"} else "failed"
-    return out
+    if cases.empty:
+        return {}
+    status = cases["status"].astype(str)
+    per_case = pd.DataFrame({"case_id": cases["case_id"].astype(str).to_numpy(), "ok": (status == "ok").to_numpy(),
+                             "skipped": (status == "skipped").to_numpy()}).groupby("case_id", sort=False)
+    ok, skipped = per_case["ok"].all(), per_case["skipped"].all()
+    return {c: "ok" if o else "skipped" if s else "failed" for c, o, s in zip(ok.index, ok.to_numpy(), skipped.to_numpy())}
 
 
 # ---- what was not measured ------------------------------------------------------------------------
