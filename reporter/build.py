@@ -316,6 +316,9 @@ def build_site(
     archive_key = [sorted(run_fps.items()), problems]
     workload_key = sorted((name, repr(w)) for name, w in workloads.items())
     checked: set[str] = set()  # page keys looked up in the build cache
+    runs_of: dict[str, list[tuple[str, Any]]] = {}  # per label, its runs' ids and fingerprints
+    for run_id, label in sorted(zip(archive.runs["run_id"].astype(str), archive.runs["label"].astype(str))):
+        runs_of.setdefault(label, []).append((run_id, run_fps[run_id]))
     try:
         for page_lang in languages:  # every page in every language, at one path under the language's folder
             prefix = language_prefix(page_lang, site_lang)
@@ -334,10 +337,8 @@ def build_site(
             report_key = [(r["title"], r["page"], r["baseline"], r["candidate"]) for r in lang_reports]
             for label in archive.labels():
                 path = prefix + label_page(label)
-                label_runs = sorted(r for r, lab in zip(archive.runs["run_id"].astype(str), archive.runs["label"].astype(str))
-                                    if lab == label)
                 pages.append(_Page(path, "runs_label.md.j2", partial(label_view, archive, label, lang_reports, t), page_lang,
-                                   key=compute_key("page", path, page_lang, [(r, run_fps[r]) for r in label_runs], report_key)))
+                                   key=compute_key("page", path, page_lang, runs_of[label], report_key)))
             for (label, run_id), make in run_views(archive, t, run_summaries, lazy=True).items():
                 path = prefix + run_page(label, run_id)
                 pages.append(_Page(path, "run.md.j2", make, page_lang,

@@ -283,7 +283,6 @@ def load_archive(runs_dir: str | os.PathLike[str], strict: bool = False, *, cach
     valid.sort(key=lambda r: (r.label, r.run_id))
     if cache and (any(not r.from_cache for r in valid) or {(r.label, r.run_id) for r in valid} != cached_keys):
         _write_cache(root, valid)
-    _let_go_of_samples(valid)
     return _assemble(root, valid, sorted(problems, key=lambda p: p.path), cache)
 
 
