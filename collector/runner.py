@@ -4,8 +4,9 @@ The parent never imports torch. It starts one worker process per (stack, process
 under the stack's interpreter, sends it cases one at a time and writes each finished
 case to the run folder at once. A worker that crashes or hangs costs one case (recorded
 as ``failed`` or ``timeout``, with the signal and the worker's last output, its Python
-stack included); the next case gets a fresh worker. Workers run one at a time, so each
-has the machine to itself, and die with the parent.
+stack included); the next case gets a fresh worker. Workers run cases one at a time, so
+each has the machine to itself, and die with the parent. They are started together before
+the first case (their imports overlap) and wait idle, holding no GPU context, for their turn.
 
 SIGINT or SIGTERM kills the worker in flight, records its case as ``interrupted``,
 writes what finished and marks the run interrupted (``execute`` raises ``Interrupted``;
@@ -64,11 +65,13 @@ from collector.schema import (
 )
 from collector.suites import SUITES, default_suite
 from collector.timing import TIMING_METHOD, TimingPolicy
-from collector.worker import PARENT_PID_ENV, PROTOCOL_PREFIX
+from collector.worker import PARENT_PID_ENV, PRELOAD_ENV, PROTOCOL_PREFIX
 from collector.workloads import Case, DeviceInfo, registry
+from collector.workloads._models import packages_for
 
 PACKAGE_ROOT = str(Path(__file__).resolve().parent.parent)
 PROBE_TIMEOUT_S = 300.0
+PRESTART_MAX = 8  # workers started ahead of their turn (each holds torch and its model libraries)
 
 
 class RunError(Exception):
@@ -158,14 +161,17 @@ STACK_DUMP_S = 1.0
 class Worker:
     """One worker process and the thread that reads its protocol lines."""
 
-    def __init__(self, python: str, log_path: Path, env: dict[str, str] | None = None) -> None:
+    def __init__(self, python: str, log_path: Path, env: dict[str, str] | None = None, preload: tuple[str, ...] = ()) -> None:
         self.log_path = log_path
+        self.started = time.monotonic()
+        self.ready: dict[str, Any] | None = None  # the worker's "ready" message, once received
         self._log = open(log_path, "ab")
         self._mark = 0
         child_env = dict(os.environ if env is None else env)
         child_env["PYTHONPATH"] = os.pathsep.join(p for p in (PACKAGE_ROOT, child_env.get("PYTHONPATH")) if p)
         child_env.setdefault("PYTHONUNBUFFERED", "1")
         child_env[PARENT_PID_ENV] = str(os.getpid())  # the worker dies with this process
+        child_env[PRELOAD_ENV] = ",".join(preload)
         try:
             self.proc = subprocess.Popen(
                 [python, "-m", "collector.worker"],
@@ -201,6 +207,8 @@ class Worker:
 
     def wait_ready(self, timeout: float) -> None:
         """Wait for the worker's ``ready`` (torch imported); raise ``WorkerDied`` if it cannot."""
+        if self.ready is not None:
+            return
         try:
             reply = self.receive(timeout)
         except WorkerTimeout:
@@ -209,6 +217,7 @@ class Worker:
             raise WorkerDied(f"worker sent {reply.get('event')!r} before it was ready")
         if reply.get("error"):
             raise WorkerDied(str(reply["error"]))
+        self.ready = reply
 
     def send(self, message: dict[str, Any]) -> None:
         assert self.proc.stdin is not None
@@ -464,6 +473,8 @@ class Runner:
         self.options = options
         self.planned = planned
         self.workers: dict[tuple[int, int], Worker] = {}
+        # Workers started ahead of their turn (``prestart``), idle until their first case.
+        self.spares: dict[tuple[int, int], Worker] = {}
         self.progress_enabled = progress
         self.in_flight: Task | None = None
         self.in_flight_started = 0.0
@@ -516,19 +527,40 @@ class Runner:
         # A new process index for this stack: the previous worker of the stack is done.
         for other in [k for k in self.workers if k[0] == task.stack_index and k != key]:
             self.workers.pop(other).close()
-        planned = self.planned[task.stack_index]
-        log = self.log_dir / f"{planned.writer.label}-{task.process}.log"
-        t0 = time.monotonic()
-        worker = Worker(planned.stack.python, log, env=planned.stack.environ())
+        worker = self.spares.pop(key, None) or self.start_worker(key)
         self.workers[key] = worker
         worker.wait_ready(PROBE_TIMEOUT_S)  # importing torch is not part of any case's time
-        self.worker_start_s = max(self.worker_start_s, time.monotonic() - t0)
+        self.worker_start_s = max(self.worker_start_s, time.monotonic() - worker.started)
         return worker
+
+    def start_worker(self, key: tuple[int, int]) -> Worker:
+        """A new worker process for (stack, process index), importing what its cases build with."""
+        planned = self.planned[key[0]]
+        log = self.log_dir / f"{planned.writer.label}-{key[1]}.log"
+        preload = tuple(sorted({m for c in planned.cases for m in packages_for(c.params)}))
+        return Worker(planned.stack.python, log, env=planned.stack.environ(), preload=preload)
+
+    def prestart(self, tasks: list[Task]) -> None:
+        """Start the workers of ``tasks`` now, all together, so their imports overlap.
+
+        A spare imports torch and the model libraries, then waits on its pipe, using no
+        CPU; CUDA is first touched by its first case, so an idle spare holds no GPU
+        context. Starting them one after another, each at its turn, cost a torch import
+        (and a transformers import) between processes. At most ``PRESTART_MAX`` spares.
+        """
+        for task in tasks:
+            key = (task.stack_index, task.process)
+            if len(self.spares) >= PRESTART_MAX:
+                break
+            if key in self.spares or key in self.workers:
+                continue
+            self.spares[key] = self.start_worker(key)
 
     def run(self, tasks: list[Task]) -> None:
         self.log_dir.mkdir(parents=True, exist_ok=True)  # again for adaptive replication's rounds
         progress = Progress(len(tasks), enabled=self.progress_enabled)
         try:
+            self.prestart(tasks)
             for task in tasks:
                 planned = self.planned[task.stack_index]
                 label = planned.writer.label
@@ -546,6 +578,9 @@ class Runner:
             for worker in self.workers.values():
                 worker.close()
             self.workers.clear()
+            for worker in self.spares.values():  # started for tasks that never ran (a failed stack)
+                worker.kill()
+            self.spares.clear()
             shutil.rmtree(self.log_dir, ignore_errors=True)
 
     # -- adaptive replication -----------------------------------------------------------
@@ -631,6 +666,8 @@ class Runner:
     def kill_workers(self) -> None:
         for key in list(self.workers):
             self.workers.pop(key).kill()
+        for key in list(self.spares):
+            self.spares.pop(key).kill()
 
     def case_timeout(self, case: Case) -> float:
         if self.options.case_timeout is not None:

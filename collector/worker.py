@@ -29,6 +29,7 @@ from typing import IO, Any
 
 PROTOCOL_PREFIX = "@@imagebench "
 PARENT_PID_ENV = "IMAGEBENCH_PARENT_PID"
+PRELOAD_ENV = "IMAGEBENCH_PRELOAD"  # packages a worker imports before it says it is ready
 # Units whose values must be positive (times, memory, rates); the reader rejects a run
 # holding a zero or negative one, so a case that records one fails here instead.
 POSITIVE_UNITS = ("s", "bytes", "items/s")
@@ -358,13 +359,26 @@ _PROFILED = 0
 
 
 def _ready() -> dict[str, Any]:
-    """Import torch now, so that no case's timeout pays for it; report failure as data."""
+    """Import torch now, so that no case's timeout pays for it; report failure as data.
+
+    Then the packages named in ``PRELOAD_ENV`` (comma-separated: the model libraries the
+    planned cases build with). A package that fails to import is left for its cases, which
+    skip with the reason; it never fails the worker.
+    """
     try:
         import torch
-
-        return {"event": "ready", "pid": os.getpid(), "torch": torch.__version__}
     except BaseException as e:  # a broken stack: the parent reports it once, clearly
         return {"event": "ready", "pid": os.getpid(), "error": f"cannot import torch: {type(e).__name__}: {e}"}
+    import importlib
+
+    preloaded = []
+    for name in filter(None, os.environ.get(PRELOAD_ENV, "").split(",")):
+        try:
+            importlib.import_module(name)
+            preloaded.append(name)
+        except Exception:
+            pass
+    return {"event": "ready", "pid": os.getpid(), "torch": torch.__version__, "preloaded": preloaded}
 
 
 def _die_with_parent() -> None:

@@ -64,3 +64,39 @@ def test_no_time_left_adds_nothing(tmp_path):
     runner.replicate(budget_s=10)
     assert len(runner.planned[0].records) == 4
     assert json.loads(runner.planned[0].run_entries["replication"])["added"] == {}
+
+
+def test_workers_start_together_before_the_first_case_with_their_model_libraries(tmp_path):
+    import sys
+
+    from collector.runner import Task
+
+    writer = RunWriter.create(tmp_path / "runs", "prestart")
+    cases = [Case("inference", {"model": "resnet18", "batch": 1}), Case("matmul", {"n": 64, "dtype": "fp32"})]
+    planned = Planned(Stack(sys.executable), DeviceInfo(type="cpu", name="cpu"), [], writer, cases,
+                      run_entries={"suite": "smoke"})
+    options = RunOptions(out=tmp_path / "runs", stacks=[planned.stack], processes=2)
+    runner = Runner(options, [planned], progress=False)
+    tasks = runner.tasks(set())
+    try:
+        runner.prestart(tasks)
+        assert set(runner.spares) == {(0, 0), (0, 1)}
+        spares = dict(runner.spares)
+        # Both started before either was waited for: their imports overlap.
+        assert abs(spares[(0, 0)].started - spares[(0, 1)].started) < 1.0
+        for task in (Task(0, 0, cases[0]), Task(0, 1, cases[0])):
+            worker = runner.worker_for(task)
+            assert worker is spares[(task.stack_index, task.process)]
+            assert worker.ready["preloaded"] == ["torchvision"]
+        assert not runner.spares
+    finally:
+        runner.kill_workers()
+
+
+def test_a_model_library_that_does_not_import_is_left_to_its_cases(monkeypatch):
+    from collector import worker
+
+    monkeypatch.setenv(worker.PRELOAD_ENV, "json,no_such_package_here")
+    reply = worker._ready()
+    assert reply["event"] == "ready" and "error" not in reply
+    assert reply["preloaded"] == ["json"]

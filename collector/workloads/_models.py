@@ -62,6 +62,20 @@ def is_bert(model: str) -> bool:
     return model in BERT_CONFIGS
 
 
+def packages_for(params: Mapping[str, Any]) -> tuple[str, ...]:
+    """The packages beside torch that a case's model is built with (none for a tensor case).
+
+    A worker imports them before its first case (``collector.worker``), together with
+    the other workers, so that no case waits for ``import transformers``.
+    """
+    model = str(params.get("model", ""))
+    if is_bert(model):
+        return ("transformers",)
+    if model.startswith("resnet"):
+        return ("torchvision",)
+    return ()
+
+
 # -- packages ------------------------------------------------------------------------------
 def require(ctx: Any, package: str, what: str) -> Any:
     """Import ``package`` or skip the case with a reason that names it."""
