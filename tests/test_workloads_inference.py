@@ -59,13 +59,19 @@ def test_augmented_dataset_does_real_crops_flips_and_normalises():
     crops = {tuple(ds[0][0][0, 0, :4].tolist()) for _ in range(20)}
     assert len(crops) > 1  # random crop and flip change what item 0 looks like
 
-def test_concurrent_inference_runs_two_spawned_tasks():
+def test_concurrent_inference_runs_two_tasks_forked_from_a_server_that_imported_torch():
+    import multiprocessing.forkserver as forkserver
+
     (params,) = registry()["concurrent_inference"].cases("smoke", INFO)
     assert params["tasks"] == 2
-    ctx = make_ctx()
-    registry()["concurrent_inference"].run(params, ctx)
-    values = recorded(ctx)
-    assert values["tasks_ok"] == [2], ctx.recorded.notes
-    assert 1 <= len(values["throughput"]) <= round(params["duration_s"] / 0.5)
-    assert all(v > 0 for v in values["throughput"])
-    assert ctx.recorded.timing == "wall" and not ctx.recorded.notes
+    for attempt in range(2):  # the second case reuses the fork server the first started
+        ctx = make_ctx()
+        registry()["concurrent_inference"].run(params, ctx)
+        values = recorded(ctx)
+        assert values["tasks_ok"] == [2], ctx.recorded.notes
+        assert 1 <= len(values["throughput"]) <= round(params["duration_s"] / 0.5)
+        assert all(v > 0 for v in values["throughput"])
+        assert ctx.recorded.timing == "wall" and not ctx.recorded.notes
+        server = forkserver._forkserver._forkserver_pid
+        assert server is not None and (attempt == 0 or server == first)
+        first = server

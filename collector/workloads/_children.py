@@ -9,7 +9,7 @@
   at every step and a checksum of the trained model's output.
 
 Each prints one result line for ``_models.run_child``. ``concurrent_task`` is the
-multiprocessing (spawn) target of the concurrent_inference workload.
+multiprocessing target of the concurrent_inference workload (started from a fork server).
 """
 
 from __future__ import annotations
