@@ -137,8 +137,9 @@ class Context:
     def time(self, fn: Callable[[], Any], *, metric_name: str = "time", **policy_changes: Any) -> Timed:
         """Time ``fn`` with the timing core and record per-iteration samples.
 
-        On a GPU the host wall time of each block is recorded beside the device time as
-        ``wall_time``.
+        On a GPU each call is timed after an L2 flush (``CudaEventTimer``); a timer that
+        keeps the cache warm also returns the host wall time of each block, recorded
+        beside the device time as ``wall_time``.
         """
         policy = self.policy.scaled(**policy_changes) if policy_changes else self.policy
         self.capture_settings()

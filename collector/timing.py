@@ -18,7 +18,12 @@ from collector.schema import TIMING_CUDA_EVENT, TIMING_PERF_COUNTER
 # the reporter pools run-to-run variation only between runs measured the same way.
 # Raise it whenever a change here or in the worker can move what a case reads.
 # 2: blocks pre-filled on the GPU, at most 256 calls a block, warm-up until steady.
-TIMING_METHOD = "2"
+# 3: on a GPU, the L2 cache is flushed before every call and each call is timed between its
+#    own events (as triton's do_bench does); at most 128 calls a block.
+TIMING_METHOD = "3"
+# Bytes written before each timed GPU call to evict its inputs from the L2 cache: triton's
+# do_bench uses 256 MB, several times the L2 of any GPU so far (60 MB on an H200).
+FLUSH_BYTES = 256 * 1024 * 1024
 
 STOP_CI = "ci"
 STOP_BUDGET = "budget"
@@ -98,7 +103,17 @@ class PerfCounterTimer:
 
 
 class CudaEventTimer:
-    """GPU timing: CUDA events around a block of k calls, one synchronisation per block.
+    """GPU timing: CUDA events around each call of a block of k calls, one synchronisation per block.
+
+    Every call starts with a cold L2 cache: a 256 MB buffer is zeroed before it, outside
+    its events, as ``triton.testing.do_bench`` does. Calls back to back would find their
+    inputs in the L2 the previous call left them in: a 1024x1024 fp32 matmul (12 MB of
+    operands) then reads 13% faster, and a copy of a few MB reports more than the memory's
+    bandwidth. A kernel inside a model reads inputs the layers before it wrote through a
+    cache many times smaller than the model's working set, which the flushed call is
+    closer to. The device time of a block is the sum of its calls' event intervals, so the
+    flushes are never counted. ``flush_l2=False`` times the k calls between two events
+    instead (the cache stays warm; the method of ``TIMING_METHOD`` 2).
 
     Timing each short kernel between its own events would measure launch latency, not
     the kernel; a block of k calls amortises it. For kernels shorter than the host's
@@ -121,7 +136,7 @@ class CudaEventTimer:
     _issue_probe = 32  # calls whose host time gives the issue time per call
     _cycles_per_s: float | None = None
 
-    def __init__(self, torch_module: Any, device: Any = None) -> None:
+    def __init__(self, torch_module: Any, device: Any = None, flush_l2: bool = True) -> None:
         self._torch = torch_module
         self._device = device
         cuda = torch_module.cuda
@@ -130,7 +145,17 @@ class CudaEventTimer:
         self._end = cuda.Event(enable_timing=True)
         self._issue_s: float | None = None  # host seconds to launch one call
         self._sleep = getattr(cuda, "_sleep", None)
-        if self._sleep is None:
+        self._flush: Any = None
+        self._starts: list[Any] = []
+        self._ends: list[Any] = []
+        if flush_l2:
+            # Held only while this timer lives (one case's timing): a buffer kept for the
+            # worker's life would count in every later case's peak memory.
+            self._flush = torch_module.empty(FLUSH_BYTES // 4, dtype=torch_module.int32, device=device or "cuda")
+            # A call queues a flush, two events and its own launches: 128 calls stay
+            # within the launch queue for calls of up to five launches.
+            self.max_k = 128
+        elif self._sleep is None:
             self.max_k = 1_000_000  # no pre-fill: long blocks amortise the launches instead
 
     def _cycles(self, seconds: float) -> int:
@@ -145,6 +170,8 @@ class CudaEventTimer:
         return int(seconds * cls._cycles_per_s)
 
     def time_block(self, fn: Callable[[], Any], k: int) -> tuple[float, float | None]:
+        if self._flush is not None:
+            return self._time_flushed(fn, k)
         cuda = self._torch.cuda
         cuda.synchronize(self._device)
         pause = 0.0
@@ -169,6 +196,29 @@ class CudaEventTimer:
         if pause:
             wall -= self._mark.elapsed_time(self._start) * 1e-3
         return self._start.elapsed_time(self._end) * 1e-3, wall
+
+    def _time_flushed(self, fn: Callable[[], Any], k: int) -> tuple[float, None]:
+        """k calls, each after an L2 flush and between its own events; no host wall time
+        (the block's wall time would be mostly flushing)."""
+        cuda = self._torch.cuda
+        while len(self._starts) < k:
+            self._starts.append(cuda.Event(enable_timing=True))
+            self._ends.append(cuda.Event(enable_timing=True))
+        cuda.synchronize(self._device)
+        if self._sleep is not None and self._issue_s is not None:
+            self._sleep(self._cycles(min(self.max_pause_s, 1.5 * k * self._issue_s + 50e-6)))
+        probe = min(k, self._issue_probe)
+        flush, starts, ends = self._flush, self._starts, self._ends
+        i0 = time.perf_counter_ns()
+        for i in range(k):
+            flush.zero_()
+            starts[i].record()
+            fn()
+            ends[i].record()
+            if i + 1 == probe:
+                self._issue_s = (time.perf_counter_ns() - i0) * 1e-9 / probe
+        ends[k - 1].synchronize()
+        return sum(starts[i].elapsed_time(ends[i]) for i in range(k)) * 1e-3, None
 
     def sync(self) -> None:
         self._torch.cuda.synchronize(self._device)

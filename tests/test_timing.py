@@ -187,6 +187,13 @@ class SimulatedGpu:
         class Cuda:
             pass
 
+        class Buffer:  # the L2 flush buffer: zeroing it queues a kernel of flush_s
+            def zero_(self):
+                gpu.enqueue(gpu.flush_s)
+
+        self.flush_s = 0.0
+        self.int32 = "int32"
+        self.empty = lambda n, dtype=None, device=None: Buffer()
         self.cuda = Cuda()
         self.cuda.Event = Event
         self.cuda.synchronize = lambda device=None: self.wait_until(self.tail)
@@ -223,11 +230,25 @@ def test_cuda_timer_times_short_kernels_back_to_back_within_the_launch_queue():
     from collector.timing import CudaEventTimer
 
     gpu = SimulatedGpu(kernel_s=20e-6, issue_s=40e-6, queue=1024)
-    timer = CudaEventTimer(gpu)
+    timer = CudaEventTimer(gpu, flush_l2=False)
     policy = TimingPolicy(warmup_s=0.0, min_warmup=2, min_block_s=0.05, min_samples=5, max_samples=5)
     timed = time_fn(gpu.fn, timer, policy)
     assert timed.iterations <= CudaEventTimer.max_k
     assert statistics.median(timed.per_iter) == pytest.approx(20e-6, rel=0.15)
+
+
+def test_cuda_timer_counts_each_call_and_not_the_l2_flush_before_it():
+    """A 20 us kernel behind a 70 us flush reads 20 us: only the call's own events count."""
+    from collector.timing import CudaEventTimer
+
+    gpu = SimulatedGpu(kernel_s=20e-6, issue_s=10e-6, queue=1024)
+    gpu.flush_s = 70e-6
+    timer = CudaEventTimer(gpu)
+    policy = TimingPolicy(warmup_s=0.0, min_warmup=2, min_block_s=0.002, min_samples=5, max_samples=5)
+    timed = time_fn(gpu.fn, timer, policy)
+    assert timed.iterations <= 128
+    assert statistics.median(timed.per_iter) == pytest.approx(20e-6, rel=0.15)
+    assert timed.wall_per_iter is None  # a flushed block's wall time is mostly flushing
 
 
 def test_cuda_timer_pause_stays_short_when_blocks_are_long():
@@ -235,7 +256,7 @@ def test_cuda_timer_pause_stays_short_when_blocks_are_long():
     from collector.timing import CudaEventTimer
 
     gpu = SimulatedGpu(kernel_s=5e-6, issue_s=10e-6, queue=64)  # a queue shorter than a block
-    timer = CudaEventTimer(gpu)
+    timer = CudaEventTimer(gpu, flush_l2=False)
     for _ in range(4):
         timer.time_block(gpu.fn, 256)
     assert timer._issue_s == pytest.approx(10e-6, rel=0.5)

@@ -1,0 +1,50 @@
+"""A/A width: how wide the reporter's CIs are when a stack is compared with itself.
+
+Compares two runs of one stack (``LABEL@RUN_ID`` selectors, or two labels) with the
+reporter's own model and prints, over the rows with a CI, the median CI half-width of the
+ratio (half of ``ci_high - ci_low``, as a fraction), its quartiles, and how many rows came
+out different (in an A/A pair every such row is a false positive). With ``--workload``
+only the rows of those workloads count.
+
+    python benchmarks/aa_width.py RUNS_DIR BASELINE CANDIDATE [--workload matmul ...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from reporter.compare import compare_labels  # noqa: E402
+from reporter.load import load_archive  # noqa: E402
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("runs", help="the archive folder (runs/)")
+    parser.add_argument("baseline", help="LABEL or LABEL@RUN_ID")
+    parser.add_argument("candidate", help="LABEL or LABEL@RUN_ID")
+    parser.add_argument("--workload", action="append", default=[], help="count only these workloads' rows")
+    args = parser.parse_args()
+    archive = load_archive(args.runs)
+    comparison = compare_labels(archive, args.baseline, args.candidate)
+    rows = comparison.rows
+    if args.workload:
+        rows = rows[rows["workload"].isin(args.workload)]
+    with_ci = rows[rows["ci_low"].notna() & rows["ci_high"].notna()]
+    if with_ci.empty:
+        print("no row has a CI", file=sys.stderr)
+        return 1
+    half = (with_ci["ci_high"] - with_ci["ci_low"]) / 2
+    verdicts = rows["verdict"].astype(str).value_counts().to_dict()
+    print(f"{args.baseline} vs {args.candidate}: {len(rows)} rows, {len(with_ci)} with a CI ({comparison.analysis})")
+    print(f"CI half-width of the ratio: median {half.median():.4f}, quartiles {half.quantile(0.25):.4f} .. {half.quantile(0.75):.4f}")
+    print("verdicts: " + ", ".join(f"{k} {v}" for k, v in sorted(verdicts.items())))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
