@@ -9,7 +9,8 @@
 #             (fp32, fp32-strict, tf32) of matmul and conv2d  -> OUT_DIR/tf32.log
 #   fidelity  benchmarks/fidelity.py against triton's do_bench -> OUT_DIR/fidelity.{log,json}
 #   standard  the $SUITE suite with its wall time, default processes -> OUT_DIR/standard.log
-#   aa        a second run of the microbenchmarks of $SUITE (an A/A pair with "standard")
+#   aa        a run of the microbenchmarks of $SUITE (an A/A pair with "standard", or with
+#             another aa: STEPS="aa aa"; logs aa1.log, aa2.log, ...)
 #   smoke     the smoke suite (the CPU check of this script)
 # Every run is recorded under a scratch runs/ folder and archived as OUT_DIR/runs.tar.gz
 # (paths runs/<label>/<run_id>/...). A step still running at DEADLINE_S seconds after the
@@ -88,7 +89,8 @@ for s in $STEPS; do
       step standard "$OUT/standard.log" "$PY" -m collector run --suite "$SUITE" --out "$RUNS" --no-progress --label "$BASE"
       ;;
     aa)
-      step aa "$OUT/aa.log" "$PY" -m collector run --suite "$SUITE" --out "$RUNS" --no-progress --label "$BASE" \
+      AA=$((${AA:-0} + 1))
+      step aa "$OUT/aa$AA.log" "$PY" -m collector run --suite "$SUITE" --out "$RUNS" --no-progress --label "$BASE" \
         --only matmul --only conv2d --only memory --only cpu_vs_gpu
       ;;
     smoke)
