@@ -55,10 +55,12 @@ Change log (bump ``SCHEMA_VERSION`` on any change a reader must know about):
   run-to-run variation is pooled only between runs measured the same way (runs without it
   are one method, ``legacy``, told apart by their timing policy only).
 
-  Timing method 3 (no table changes): GPU microbenchmarks flush the L2 cache before each
-  call and time each call between its own events, as ``triton.testing.do_bench`` does;
-  their cases no longer record ``wall_time``. Runs of method 2 keep their meaning (warm
-  L2, back-to-back calls) and are compared with method 3 like any two stacks; run-to-run
+  Timing methods 3 and 4 (no table changes): GPU microbenchmarks flush the L2 cache
+  before each call and time each call between its own events, as
+  ``triton.testing.do_bench`` does; their cases no longer record ``wall_time``. Method 3
+  held the GPU with a pause kernel while a block was queued; method 4 does not (the
+  flushes keep the GPU ahead of the host). Runs of method 2 keep their meaning (warm L2,
+  back-to-back calls) and are compared with later methods like any two stacks; run-to-run
   variation is pooled within a method only.
 """
 

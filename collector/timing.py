@@ -20,7 +20,8 @@ from collector.schema import TIMING_CUDA_EVENT, TIMING_PERF_COUNTER
 # 2: blocks pre-filled on the GPU, at most 256 calls a block, warm-up until steady.
 # 3: on a GPU, the L2 cache is flushed before every call and each call is timed between its
 #    own events (as triton's do_bench does); at most 128 calls a block.
-TIMING_METHOD = "3"
+# 4: as 3, without the pre-fill pause before a flushed block (the GPU never idles within it).
+TIMING_METHOD = "4"
 # Bytes written before each timed GPU call to evict its inputs from the L2 cache: triton's
 # do_bench uses 256 MB, several times the L2 of any GPU so far (60 MB on an H200).
 FLUSH_BYTES = 256 * 1024 * 1024
@@ -152,8 +153,8 @@ class CudaEventTimer:
             # Held only while this timer lives (one case's timing): a buffer kept for the
             # worker's life would count in every later case's peak memory.
             self._flush = torch_module.empty(FLUSH_BYTES // 4, dtype=torch_module.int32, device=device or "cuda")
-            # A call queues a flush, two events and its own launches: 128 calls stay
-            # within the launch queue for calls of up to five launches.
+            # Each call is timed on its own: a block needs no more calls than make its
+            # mean steady (the flushes cost the GPU a 256 MB write per call).
             self.max_k = 128
         elif self._sleep is None:
             self.max_k = 1_000_000  # no pre-fill: long blocks amortise the launches instead
@@ -205,18 +206,15 @@ class CudaEventTimer:
             self._starts.append(cuda.Event(enable_timing=True))
             self._ends.append(cuda.Event(enable_timing=True))
         cuda.synchronize(self._device)
-        if self._sleep is not None and self._issue_s is not None:
-            self._sleep(self._cycles(min(self.max_pause_s, 1.5 * k * self._issue_s + 50e-6)))
-        probe = min(k, self._issue_probe)
         flush, starts, ends = self._flush, self._starts, self._ends
-        i0 = time.perf_counter_ns()
+        # No pre-fill pause: each flush keeps the GPU busy longer than the host takes to
+        # queue the next call, so the calls are never timed at the launch rate, and the GPU
+        # works without a break, as in a real pipeline (and in do_bench).
         for i in range(k):
             flush.zero_()
             starts[i].record()
             fn()
             ends[i].record()
-            if i + 1 == probe:
-                self._issue_s = (time.perf_counter_ns() - i0) * 1e-9 / probe
         ends[k - 1].synchronize()
         return sum(starts[i].elapsed_time(ends[i]) for i in range(k)) * 1e-3, None
 
