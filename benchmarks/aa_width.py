@@ -4,9 +4,9 @@ Compares two runs of one stack (``LABEL@RUN_ID`` selectors, or two labels) with 
 reporter's own model and prints, over the rows with a CI, the median CI half-width of the
 ratio (half of ``ci_high - ci_low``, as a fraction), its quartiles, and how many rows came
 out different (in an A/A pair every such row is a false positive). With ``--workload``
-only the rows of those workloads count.
+or ``--metric`` only the rows of those workloads or metrics count.
 
-    python benchmarks/aa_width.py RUNS_DIR BASELINE CANDIDATE [--workload matmul ...]
+    python benchmarks/aa_width.py RUNS_DIR BASELINE CANDIDATE [--workload matmul ...] [--metric time]
 """
 
 from __future__ import annotations
@@ -28,12 +28,15 @@ def main() -> int:
     parser.add_argument("baseline", help="LABEL or LABEL@RUN_ID")
     parser.add_argument("candidate", help="LABEL or LABEL@RUN_ID")
     parser.add_argument("--workload", action="append", default=[], help="count only these workloads' rows")
+    parser.add_argument("--metric", action="append", default=[], help="count only these metrics' rows (time, ...)")
     args = parser.parse_args()
     archive = load_archive(args.runs)
     comparison = compare_labels(archive, args.baseline, args.candidate)
     rows = comparison.rows
     if args.workload:
         rows = rows[rows["workload"].isin(args.workload)]
+    if args.metric:
+        rows = rows[rows["metric"].isin(args.metric)]
     with_ci = rows[rows["ci_low"].notna() & rows["ci_high"].notna()]
     if with_ci.empty:
         print("no row has a CI", file=sys.stderr)
