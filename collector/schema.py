@@ -107,7 +107,7 @@ RUN_COMPLETE = "complete"
 RUN_INTERRUPTED = "interrupted"
 
 # How a case was timed.
-TIMING_CUDA_EVENT = "cuda_event"  # CUDA events around blocks of k iterations
+TIMING_CUDA_EVENT = "cuda_event"  # CUDA events around each of k calls (L2 flushed before each; method 3+)
 TIMING_PERF_COUNTER = "perf_counter"  # time.perf_counter_ns around blocks (CPU)
 TIMING_WALL = "wall"  # host wall clock around a whole step/task (with device sync)
 TIMING_ONESHOT = "oneshot"  # a single measurement (compile time, largest batch, ...)
