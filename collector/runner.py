@@ -165,6 +165,7 @@ class Worker:
         self.log_path = log_path
         self.started = time.monotonic()
         self.ready: dict[str, Any] | None = None  # the worker's "ready" message, once received
+        self.ready_at: float | None = None  # when it arrived (monotonic)
         self._log = open(log_path, "ab")
         self._mark = 0
         child_env = dict(os.environ if env is None else env)
@@ -198,9 +199,12 @@ class Worker:
             for line in self.proc.stdout:
                 if line.startswith(PROTOCOL_PREFIX):
                     try:
-                        self._messages.put(json.loads(line[len(PROTOCOL_PREFIX):]))
+                        message = json.loads(line[len(PROTOCOL_PREFIX):])
                     except json.JSONDecodeError:
-                        pass
+                        continue
+                    if self.ready_at is None and isinstance(message, dict) and message.get("event") == "ready":
+                        self.ready_at = time.monotonic()  # a spare may be waited for long after
+                    self._messages.put(message)
         except (OSError, ValueError):
             pass  # the pipe was closed under us by kill()
         self._messages.put(None)
@@ -530,7 +534,7 @@ class Runner:
         worker = self.spares.pop(key, None) or self.start_worker(key)
         self.workers[key] = worker
         worker.wait_ready(PROBE_TIMEOUT_S)  # importing torch is not part of any case's time
-        self.worker_start_s = max(self.worker_start_s, time.monotonic() - worker.started)
+        self.worker_start_s = max(self.worker_start_s, (worker.ready_at or time.monotonic()) - worker.started)
         return worker
 
     def start_worker(self, key: tuple[int, int]) -> Worker:

@@ -68,6 +68,7 @@ def test_no_time_left_adds_nothing(tmp_path):
 
 def test_workers_start_together_before_the_first_case_with_their_model_libraries(tmp_path):
     import sys
+    import time
 
     from collector.runner import Task
 
@@ -85,10 +86,13 @@ def test_workers_start_together_before_the_first_case_with_their_model_libraries
         # Both started before either was waited for: their imports overlap.
         assert abs(spares[(0, 0)].started - spares[(0, 1)].started) < 1.0
         for task in (Task(0, 0, cases[0]), Task(0, 1, cases[0])):
+            time.sleep(0.5)
             worker = runner.worker_for(task)
             assert worker is spares[(task.stack_index, task.process)]
             assert worker.ready["preloaded"] == ["torchvision"]
         assert not runner.spares
+        # What a worker took to start, not how long its spare waited for its turn.
+        assert runner.worker_start_s == max(w.ready_at - w.started for w in spares.values())
     finally:
         runner.kill_workers()
 
