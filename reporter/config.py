@@ -167,6 +167,9 @@ class DeviceClass:
     labels: tuple[str, ...]
     run_ids: frozenset[str]
     by_version: bool
+    # Runs of a label recorded with an older timing method than its latest run: left out of
+    # ``run_ids`` (a label's figures pool one way of measuring), by label.
+    set_aside: tuple[tuple[str, int], ...] = ()
 
 
 def device_class_of(device_type: Any, device_name: Any) -> str:
@@ -206,8 +209,20 @@ def compute_device_classes(archive: Archive) -> list[DeviceClass]:
             "cls": [device_class_of(t, n) for t, n in zip(runs["device_type"], runs["device_name"])],
         }
     )
+    from reporter.compare import run_methods
+
+    # A label whose runs were timed in more than one way (a collector upgrade changed how a
+    # GPU call is timed, say) is summarised from the runs of its latest run's method only:
+    # pooled, the older runs would mix two measurements of one case.
+    # The timing method alone (not the suite's policy: a label's full and standard runs
+    # time the same way, and each holds cases the other lacks).
+    methods = frame["run_id"].map(run_methods(archive)).fillna("").str.split(";").str[0]
+    latest = frame.assign(method=methods).sort_values("started_at", kind="stable").groupby("label")["method"].last()
+    newest = methods.to_numpy() == frame["label"].map(latest).to_numpy()
     classes = []
     for name, group in frame.groupby("cls", sort=True):
+        kept = group[newest[group.index]]
+        aside = group[~newest[group.index]].groupby("label").size()
         first = group.groupby("label")["started_at"].min()
         labels = list(first.index)
         versions = {lab: label_version(lab) for lab in labels}
@@ -216,7 +231,8 @@ def compute_device_classes(archive: Archive) -> list[DeviceClass]:
             labels.sort(key=lambda lab: (versions[lab], first[lab], lab))
         else:
             labels.sort(key=lambda lab: (first[lab], lab))
-        classes.append(DeviceClass(str(name), tuple(labels), frozenset(group["run_id"]), by_version))
+        classes.append(DeviceClass(str(name), tuple(labels), frozenset(kept["run_id"]), by_version,
+                                   tuple((str(k), int(v)) for k, v in aside.items())))
     return classes
 
 
@@ -227,7 +243,7 @@ def default_comparisons(classes: list[DeviceClass], archive: Archive) -> list[Co
     specs = []
     for cls in classes:
         for before, after in zip(cls.labels, cls.labels[1:]):
-            restrict = before in shared or after in shared
+            restrict = before in shared or after in shared or bool(cls.set_aside)
             specs.append(
                 ComparisonSpec(
                     baseline=before,

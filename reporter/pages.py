@@ -268,7 +268,8 @@ def trends_views(inputs: Sequence[TrendInput], workloads: Mapping[str, WorkloadI
                     flags[(after, r.case_id, r.metric)] = r.verdict
         for family, fam_rows in s.groupby("family", sort=False):
             view = families.setdefault(str(family), {"family": str(family), "groups": [], "n_cases": 0, "labels": set()})
-            group = {"device": inp.cls.name, "order": " → ".join(order), "workloads": []}
+            group = {"device": inp.cls.name, "order": " → ".join(order), "workloads": [],
+                     "set_aside": ", ".join(f"{label} ({n})" for label, n in inp.cls.set_aside)}
             for workload, w_rows in fam_rows.groupby("workload", sort=True):
                 info = workloads.get(str(workload))
                 title = info.title_in(lang) if info else str(workload)

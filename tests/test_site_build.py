@@ -480,3 +480,30 @@ def test_articles_computed_in_spawned_processes_are_those_of_the_serial_build(in
     build_site(runs, in_tmp / "parallel", None, config_path=config, workloads=WORKLOADS, chart_workers=2)
     assert computed == []  # every article came from a child process
     assert _pages(in_tmp / "parallel") == _pages(in_tmp / "serial")
+
+
+def test_a_label_is_summarised_from_the_runs_of_its_latest_timing_method(in_tmp: Path, no_svg: None) -> None:
+    """A label whose runs were timed two ways pools one: its latest run's method; the trends say so."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    runs = copy_runs(in_tmp / "runs")
+    path = runs / "golden-2.9.0" / "20260211T120000Z-ffee01" / "environment.parquet"
+    table = pq.read_table(path)
+    frame = table.to_pandas()
+    row = {c: None for c in frame.columns} | {"section": "run", "key": "timing_method", "value": "4"}
+    for c in frame.columns:  # the other columns keep the run's own values
+        if row[c] is None:
+            row[c] = frame[c].iloc[0]
+    frame.loc[len(frame)] = row
+    pq.write_table(pa.Table.from_pandas(frame, schema=table.schema, preserve_index=False), path)
+
+    archive = load_archive(runs)
+    (cls,) = compute_device_classes(archive)
+    assert cls.set_aside == (("golden-2.9.0", 1),)
+    assert "20260210T120000Z-d4e5f6" not in cls.run_ids and "20260211T120000Z-ffee01" in cls.run_ids
+    assert all(s.run_ids == cls.run_ids for s in default_comparisons([cls], archive))
+    site = in_tmp / "site"
+    build_site(runs, site, None, workloads=WORKLOADS)
+    trends = "\n".join(p.read_text(encoding="utf-8") for p in (site / "trends").glob("*.md"))
+    assert "older timing method" in trends and "golden-2.9.0 (1)" in trends
