@@ -113,13 +113,16 @@ class CudaEventTimer:
     bandwidth. A kernel inside a model reads inputs the layers before it wrote through a
     cache many times smaller than the model's working set, which the flushed call is
     closer to. The device time of a block is the sum of its calls' event intervals, so the
-    flushes are never counted. ``flush_l2=False`` times the k calls between two events
-    instead (the cache stays warm; the method of ``TIMING_METHOD`` 2).
+    flushes are never counted. A flush keeps the GPU busy longer than the host takes to
+    queue the next call, so even a kernel shorter than its launch is not timed at the
+    launch rate.
 
-    Timing each short kernel between its own events would measure launch latency, not
-    the kernel; a block of k calls amortises it. For kernels shorter than the host's
-    time to launch them, a block would still measure the launch rate, so before each
-    block a ``torch.cuda._sleep`` kernel holds the GPU while the host queues the k calls
+    ``flush_l2=False`` (the method of ``TIMING_METHOD`` 2) keeps the cache warm and times
+    the k calls back to back between two events: timing each short kernel between its
+    own events would then measure launch latency, and a block amortises it. For kernels
+    shorter than the host's time to launch them, a block would still measure the launch
+    rate, so before each block a ``torch.cuda._sleep`` kernel holds the GPU while the host
+    queues the k calls
     (sized from the previous block's measured issue time): the events then time the
     kernels back to back, as a real pipeline runs them. The host wall time of the block
     (minus that pause, measured by its own event) is returned beside the device time.
