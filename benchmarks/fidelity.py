@@ -30,6 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from collector.context import Context  # noqa: E402
 from collector.runner import matches  # noqa: E402
 from collector.suites import SUITES  # noqa: E402
+from collector.timing import FLUSH_BYTES  # noqa: E402
 from collector.worker import probe_device  # noqa: E402
 from collector.workloads import Case, DeviceInfo, registry  # noqa: E402
 
@@ -68,7 +69,7 @@ HEAT_S = 1.0  # seconds of the case's own calls before anything is timed
 
 def heat(torch: Any, fn: Callable[[], Any], seconds: float) -> None:
     """Run ``fn`` back to back, each call after an L2 flush, for ``seconds`` of wall time."""
-    cache = torch.empty(256 * 1024 * 1024 // 4, dtype=torch.int32, device="cuda")
+    cache = torch.empty(FLUSH_BYTES // 4, dtype=torch.int32, device="cuda")
     end = time.perf_counter() + seconds
     while time.perf_counter() < end:
         for _ in range(32):

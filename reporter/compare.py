@@ -565,8 +565,9 @@ def _device_names(side: Archive) -> set[str]:
     return {str(x) for x in side.runs["device_name"].dropna()}
 
 
-def run_methods(archive: Archive) -> dict[str, str]:
-    """Per run id: the measurement method it was recorded with.
+def run_methods(archive: Archive, *, policy: bool = True) -> dict[str, str]:
+    """Per run id: the measurement method it was recorded with (``policy=False``: the
+    collector's timing method alone, without the suite's policy).
 
     Two runs share a method when they share the collector's timing method (the run entry
     ``timing_method``; runs recorded before it existed are one method, ``legacy``) and the
@@ -592,7 +593,8 @@ def run_methods(archive: Archive) -> dict[str, str]:
     out = {}
     for run_id in archive.runs["run_id"].astype(str):
         f = found.get(run_id, {})
-        out[run_id] = f"timing={f.get('timing') or 'legacy'};policy={f.get('policy', '')}"
+        method = f"timing={f.get('timing') or 'legacy'}"
+        out[run_id] = f"{method};policy={f.get('policy', '')}" if policy else method
     return out
 
 

@@ -213,10 +213,10 @@ def compute_device_classes(archive: Archive) -> list[DeviceClass]:
 
     # A label whose runs were timed in more than one way (a collector upgrade changed how a
     # GPU call is timed, say) is summarised from the runs of its latest run's method only:
-    # pooled, the older runs would mix two measurements of one case.
-    # The timing method alone (not the suite's policy: a label's full and standard runs
-    # time the same way, and each holds cases the other lacks).
-    methods = frame["run_id"].map(run_methods(archive)).fillna("").str.split(";").str[0]
+    # pooled, the older runs would mix two measurements of one case. The timing method
+    # alone, not the suite's policy: a label's full and standard runs time the same way,
+    # and each holds cases the other lacks.
+    methods = frame["run_id"].map(run_methods(archive, policy=False)).fillna("")
     latest = frame.assign(method=methods).sort_values("started_at", kind="stable").groupby("label")["method"].last()
     newest = methods.to_numpy() == frame["label"].map(latest).to_numpy()
     classes = []
