@@ -20,6 +20,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from contextlib import nullcontext
 from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
@@ -30,7 +31,7 @@ import click
 from reporter.article import compute_article
 from reporter.build_cache import compute_key, load_entry, store_entry
 from reporter.charts import ChartRenderer, measures_chinese, render_svgs
-from reporter.compare import Comparison, compare_labels, compute_summaries
+from reporter.compare import Comparison, compare_labels, compute_run_summaries, compute_summaries
 from reporter.config import (
     DEFAULT_CONFIG,
     ComparisonSpec,
@@ -150,6 +151,30 @@ def _articles_of(
     return out
 
 
+class _RunSummaries(Mapping[str, Any]):
+    """``compute_summaries`` of each run of ``archive`` by run id, every run's computed together on first use
+    (``compute_run_summaries``): a build whose run pages are all in the build cache computes none."""
+
+    def __init__(self, archive: Archive) -> None:
+        self.archive = archive
+        self.ids = [str(r) for r in archive.runs["run_id"]]
+        self._all: dict[str, Any] | None = None
+
+    def _computed(self) -> dict[str, Any]:
+        if self._all is None:
+            self._all = compute_run_summaries(self.archive)
+        return self._all
+
+    def __getitem__(self, run_id: str) -> Any:
+        return self._computed()[run_id]
+
+    def __iter__(self) -> Any:
+        return iter(self.ids)
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+
 def _compute_articles(
     root: str, specs: list[tuple[ComparisonSpec, dict[str, str]]], languages: list[str], families: dict[str, str],
     titles: dict[str, str], build_command: str,
@@ -161,7 +186,8 @@ def _compute_articles(
         return compare_labels(restrict(archive, spec.run_ids), spec.baseline, spec.candidate, noise=spec.noise,
                               single_band=spec.single_band, correction=spec.correction)
 
-    return _articles_of(archive, specs, languages, families, titles, build_command, compare, {})
+    with archive.summaries.deferred() if archive.summaries is not None else nullcontext():
+        return _articles_of(archive, specs, languages, families, titles, build_command, compare, {})
 
 
 def build_site(
@@ -260,8 +286,9 @@ def build_site(
             for chunk, job in zip(chunks, jobs):
                 computed.update(zip(chunk, job.result()))
     else:
-        computed = dict(enumerate(_articles_of(archive, misses, languages, families, titles, build_command,
-                                               compare, shared)))
+        with archive.summaries.deferred() if archive.summaries is not None else nullcontext():
+            computed = dict(enumerate(_articles_of(archive, misses, languages, families, titles, build_command,
+                                                   compare, shared)))
     misses_seen = 0
     for spec, spec_titles, key, hit in todo:
         if hit is not None:
@@ -284,13 +311,6 @@ def build_site(
             reports[page_lang].append({"title": data.title, "page": data.page, "baseline": spec.baseline,
                                        "candidate": spec.candidate, "device": data.device, "comparison": comparison,
                                        "headline": data.headline, "lang": data.lang})
-    # Trends flag changes between neighbours in version order (the default comparisons).
-    neighbours: dict[str, dict[tuple[str, str], Comparison]] = {}
-    for spec in default_comparisons(selection.classes, archive):
-        try:
-            neighbours.setdefault(spec.device or "", {})[(spec.baseline, spec.candidate)] = compare(spec)
-        except ReporterError:
-            continue
     def summaries_of(run_ids: list[str]) -> Any:  # from the build cache while those runs are unchanged
         key = compute_key("summaries", str(archive.root), [(r, run_fps[r]) for r in sorted(run_ids)])
         found = load_entry("summaries", key)
@@ -299,9 +319,18 @@ def build_site(
             store_entry("summaries", key, found)
         return found
 
-    run_summaries = {str(r): summaries_of([str(r)]) for r in archive.runs["run_id"]}
-    trend_inputs = [TrendInput(cls, summaries_of(sorted(cls.run_ids)), neighbours.get(cls.name, {}))
-                    for cls in selection.classes]
+    # What is summarised below is written to the summaries cache once, at the end, not once per run.
+    with archive.summaries.deferred() if archive.summaries is not None else nullcontext():
+        # Trends flag changes between neighbours in version order (the default comparisons).
+        neighbours: dict[str, dict[tuple[str, str], Comparison]] = {}
+        for spec in default_comparisons(selection.classes, archive):
+            try:
+                neighbours.setdefault(spec.device or "", {})[(spec.baseline, spec.candidate)] = compare(spec)
+            except ReporterError:
+                continue
+        run_summaries = _RunSummaries(archive)
+        trend_inputs = [TrendInput(cls, summaries_of(sorted(cls.run_ids)), neighbours.get(cls.name, {}))
+                        for cls in selection.classes]
     timings["compare"], clock = time.perf_counter() - clock, time.perf_counter()
     say(f"{reused} of {len(articles) // len(languages)} article(s) unchanged since an earlier build, taken from the build cache")
 

@@ -343,6 +343,64 @@ def compute_summaries(archive: Archive, *, confidence: float = 0.95) -> pd.DataF
     return out[list(SUMMARY_COLUMNS)].reset_index(drop=True)
 
 
+def compute_run_summaries(archive: Archive, *, confidence: float = 0.95) -> dict[str, pd.DataFrame]:
+    """``compute_summaries(restrict(archive, {run}))`` of every run of ``archive``, by run id, in one pass.
+
+    Every run is summarised as a label of its own: one sort of all the runs' samples (a
+    few runs' worth of attempts at a time, as ``compute_summaries`` does labels) instead
+    of one per run, and, with the summaries cache, the runs' entries read and written
+    together, under the keys ``compute_summaries`` of the one run uses. The figures are
+    the same: every statistic is computed within its (run, case, metric) group.
+    """
+    ids = archive.runs["run_id"].astype(str).tolist()
+    label_of = dict(zip(ids, archive.runs["label"].astype(str)))
+    store = _summary_store(archive)
+    keys = {r: label_key([archive.run_keys[r]], confidence) for r in ids} if store is not None else {}
+    have = store.get("labels", list(keys.values())) if store is not None else {}
+    frames = {r: have[keys[r]] for r in ids if keys.get(r) in have}
+    missing = [r for r in ids if r not in frames]
+    if missing:
+        attempts = archive.cases.groupby("run_id", observed=True).size()
+        sizes = {str(k): int(v) for k, v in attempts.items()}
+        unit_keys = {archive.run_keys[r]: r for r in missing} if store is not None else {}
+        unstored = {r for k, r in unit_keys.items() if k not in store.get("units", list(unit_keys))} if unit_keys else set()
+        fresh_parts, units = [], []
+        for chunk in _chunks(missing, sizes, SUMMARY_CHUNK_ATTEMPTS):
+            part = _restricted(archive, set(chunk))
+            fresh_parts.append(_pooled_summaries(_runs_as_labels(part), confidence, units_out=units))
+            if units:  # the units' label is the run's own again; those of runs not yet stored are kept
+                u = units[-1]
+                u["label"] = u["run_id"].astype(str).map(label_of)
+                units[-1] = u[u["run_id"].astype(str).isin(unstored)]
+        if units and unstored:
+            _store_units(store, archive, pd.concat(units, ignore_index=True), unstored)
+        del units
+        fresh = pd.concat(fresh_parts, ignore_index=True)
+        run_col = fresh["label"].astype(str)
+        fresh["label"] = run_col.map(label_of)
+        by_run = {str(r): g.reset_index(drop=True) for r, g in fresh.groupby(run_col, sort=False)}
+        empty = fresh.iloc[0:0]
+        new = {r: by_run.get(r, empty) for r in missing}
+        if store is not None:
+            store.put("labels", {keys[r]: (new[r], [archive.run_keys[r]]) for r in missing})
+        frames.update(new)
+    # Each run's rows in compute_summaries' order, then every run's case information at once.
+    parts = [frames[r].sort_values(["label", "case_id", "metric"], kind="stable").assign(run_id=r)
+             for r in ids if not frames[r].empty]
+    out = {r: pd.DataFrame({c: [] for c in SUMMARY_COLUMNS}) for r in ids}
+    if parts:
+        every = _with_case_info(pd.concat(parts, ignore_index=True), archive.cases, by_run=True)
+        for r, g in every.groupby("run_id", sort=False):
+            out[str(r)] = g[list(SUMMARY_COLUMNS)].reset_index(drop=True)
+    return out
+
+
+def _runs_as_labels(archive: Archive) -> Archive:
+    """``archive`` with each sample's label replaced by its run id (the same codes and categories)."""
+    s = archive.samples
+    return replace(archive, samples=s.assign(label=s["run_id"]))
+
+
 # Labels summarised together hold at most about this many attempts (a few million samples):
 # an archive of any size is summarised in bounded memory.
 SUMMARY_CHUNK_ATTEMPTS = 100_000
@@ -1105,20 +1163,23 @@ def _registry_families() -> dict[str, str]:
     return {name: w.family for name, w in registry().items()}
 
 
-def _with_case_info(df: pd.DataFrame, cases: pd.DataFrame, *, work: bool = False) -> pd.DataFrame:
-    """Add workload, family and params (and the work per iteration) of each case_id from cases.parquet."""
+def _with_case_info(df: pd.DataFrame, cases: pd.DataFrame, *, work: bool = False, by_run: bool = False) -> pd.DataFrame:
+    """Add workload, family and params (and the work per iteration) of each case_id from cases.parquet
+    (``by_run``: of each (run_id, case_id), from that run's cases; ``df["run_id"]`` holds strings)."""
     columns = ["workload", "params", "family"] + (list(WORK_COLUMNS) if work else [])
+    on = ["run_id", "case_id"] if by_run else ["case_id"]
     if cases.empty:
-        info = pd.DataFrame(columns=["case_id", *columns])
+        info = pd.DataFrame(columns=[*on, *columns])
     else:
         # The first non-null value per case (a failed attempt may lack the work columns), then
         # the few rows left as plain strings.
-        info = cases[["case_id", *columns]].groupby("case_id", observed=True, sort=False).first().reset_index()
+        info = cases[[*on, *columns]].groupby(on, observed=True, sort=False).first().reset_index()
         for c in ("case_id", "workload", "params", "items_unit", "family"):
             if c in info:
                 info[c] = info[c].astype(object).where(info[c].notna(), None)
-        info["case_id"] = info["case_id"].astype(str)
-    out = df.drop(columns=[c for c in columns if c in df]).merge(info, on="case_id", how="left")
+        for c in on:
+            info[c] = info[c].astype(str)
+    out = df.drop(columns=[c for c in columns if c in df]).merge(info, on=on, how="left")
     out["workload"] = out["workload"].where(out["workload"].notna(), out["case_id"].str.split("[", n=1).str[0])
     out["params"] = out["params"].where(out["params"].notna(), "{}")
     families = _registry_families()

@@ -124,9 +124,15 @@ def run_views(archive: Archive, t: Messages, summaries: Mapping[str, pd.DataFram
     out = {}
     for _, row in archive.runs.iterrows():
         label, run_id = str(row["label"]), str(row["run_id"])
-        make = partial(run_view, row, cases.get(run_id, empty_cases), env.get(run_id, empty_env), t, summaries.get(run_id))
+        make = partial(_run_view_of, row, cases.get(run_id, empty_cases), env.get(run_id, empty_env), t, summaries, run_id)
         out[(label, run_id)] = make if lazy else make()
     return out
+
+
+def _run_view_of(row: pd.Series, cases: pd.DataFrame, env: pd.DataFrame, t: Messages,
+                 summaries: Mapping[str, pd.DataFrame], run_id: str) -> dict[str, Any]:
+    """``run_view`` with the run's summary looked up only now (a lazy ``summaries`` computes them on first use)."""
+    return run_view(row, cases, env, t, summaries.get(run_id))
 
 
 # The metric a run page shows per case, in order of preference.

@@ -22,9 +22,10 @@ from __future__ import annotations
 import json
 import shutil
 import tempfile
+from contextlib import contextmanager
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 import pandas as pd
 import pyarrow as pa
@@ -59,6 +60,8 @@ class SummaryCache:
         self.folder = base.parent.parent / f"summaries-v{FORMAT}" / base.name
         self.live = live
         self._entries: dict[str, dict[str, tuple[pd.DataFrame, list[str]]]] = {}
+        self._deferring = 0
+        self._unwritten: set[str] = set()  # kinds put while deferring, written when it ends
 
     def get(self, kind: str, keys: list[str]) -> dict[str, pd.DataFrame]:
         """The entries of ``kind`` (``units`` or ``labels``) stored under any of ``keys``."""
@@ -78,7 +81,25 @@ class SummaryCache:
         entries = {k: v for k, v in self._read(kind).items() if self.live is None or set(v[1]) <= self.live}
         entries.update(new)
         self._entries[kind] = entries
-        _write(self.folder / kind, entries)
+        if self._deferring:
+            self._unwritten.add(kind)
+        else:
+            _write(self.folder / kind, entries)
+
+    @contextmanager
+    def deferred(self) -> Iterator["SummaryCache"]:
+        """Within it, ``put`` keeps entries in memory; each kind put is written once, when it ends
+        (a folder is written whole: a build that summarises every run one at a time writes it once,
+        not once per run)."""
+        self._deferring += 1
+        try:
+            yield self
+        finally:
+            self._deferring -= 1
+            if not self._deferring:
+                for kind in sorted(self._unwritten):
+                    _write(self.folder / kind, self._entries[kind])
+                self._unwritten.clear()
 
     def _read(self, kind: str) -> dict[str, tuple[pd.DataFrame, list[str]]]:
         if kind not in self._entries:

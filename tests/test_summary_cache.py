@@ -161,3 +161,46 @@ def test_summaries_a_label_at_a_time_and_samples_read_again_from_the_runs_are_th
     _same(plain, _report(a))
     assert len(chunks) == len(a.labels()) and all(len(c) == 1 for c in chunks)
     assert read and max(read) < len(a.runs)  # a label's runs at a time, never the whole archive
+
+
+def test_every_runs_summaries_at_once_are_each_runs_own(archive: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from reporter.compare import compute_run_summaries
+    from reporter.config import restrict
+
+    plain = load_archive(archive, cache=False)
+    one_by_one = {str(r): compute_summaries(restrict(plain, frozenset([str(r)]))) for r in plain.runs["run_id"]}
+    assert len(one_by_one) >= 2
+    for got in (compute_run_summaries(plain), compute_run_summaries(load_archive(archive))):
+        assert set(got) == set(one_by_one)
+        for run_id, expected in one_by_one.items():
+            pd.testing.assert_frame_equal(got[run_id], expected, check_exact=True)
+    # The second cached load summarises nothing: every run's entry is read from the cache.
+    units, labels = _spy(monkeypatch)
+    again = compute_run_summaries(load_archive(archive))
+    assert not units and not labels
+    for run_id, expected in one_by_one.items():
+        pd.testing.assert_frame_equal(again[run_id], expected, check_exact=True)
+
+
+def test_puts_while_deferred_write_each_kind_once(archive: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import reporter.summary_cache as summary_cache
+
+    written: list[str] = []
+    real = summary_cache._write
+
+    def counting(folder, entries):
+        written.append(folder.name)
+        return real(folder, entries)
+
+    monkeypatch.setattr(summary_cache, "_write", counting)
+    a = load_archive(archive)
+    with a.summaries.deferred():
+        for r in a.runs["run_id"].astype(str):
+            from reporter.config import restrict
+            compute_summaries(restrict(a, frozenset([r])))
+        assert written == []
+    assert sorted(written) == ["labels", "units"]
+    # What was written reads back: a new load summarises nothing.
+    units, labels = _spy(monkeypatch)
+    compute_summaries(load_archive(archive))
+    assert not units
