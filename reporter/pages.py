@@ -117,22 +117,37 @@ def run_views(archive: Archive, t: Messages, summaries: Mapping[str, pd.DataFram
     """The view of every run's page, by (label, run_id); ``summaries`` are compute_summaries per run id.
 
     ``lazy``: a function per run that makes its view, so a page the build cache holds costs nothing.
+    The attempts and the environment of every run are turned into plain values once, for all runs.
     """
-    cases = {str(k): g for k, g in archive.cases.groupby("run_id", observed=True, sort=False)}
-    env = {str(k): g for k, g in archive.environment.groupby("run_id", observed=True, sort=False)}
-    empty_cases, empty_env = archive.cases.iloc[0:0], archive.environment.iloc[0:0]
+    attempts = _per_run(archive.cases, _ATTEMPT_COLUMNS)
+    env = _per_run(archive.environment, ("section", "key", "value"))
     out = {}
     for _, row in archive.runs.iterrows():
         label, run_id = str(row["label"]), str(row["run_id"])
-        make = partial(_run_view_of, row, cases.get(run_id, empty_cases), env.get(run_id, empty_env), t, summaries, run_id)
+        make = partial(_run_view_of, row, attempts.get(run_id, []), env.get(run_id, []), t, summaries, run_id)
         out[(label, run_id)] = make if lazy else make()
     return out
 
 
-def _run_view_of(row: pd.Series, cases: pd.DataFrame, env: pd.DataFrame, t: Messages,
+# What a run page shows of each attempt (cases.parquet), as plain values.
+_ATTEMPT_COLUMNS = ("case_id", "workload", "params", "process", "status", "error")
+
+
+def _per_run(df: pd.DataFrame, columns: Sequence[str]) -> dict[str, list[tuple[Any, ...]]]:
+    """Per run id, its rows of ``columns`` as tuples of plain values (text columns as ``str``), in order."""
+    if df.empty:
+        return {}
+    values = [df[c].tolist() if c in ("process", "error") else df[c].astype(str).tolist() for c in columns]
+    out: dict[str, list[tuple[Any, ...]]] = {}
+    for run_id, row in zip(df["run_id"].astype(str).tolist(), zip(*values)):
+        out.setdefault(run_id, []).append(row)
+    return out
+
+
+def _run_view_of(row: pd.Series, attempts: list[tuple[Any, ...]], env: list[tuple[Any, ...]], t: Messages,
                  summaries: Mapping[str, pd.DataFrame], run_id: str) -> dict[str, Any]:
     """``run_view`` with the run's summary looked up only now (a lazy ``summaries`` computes them on first use)."""
-    return run_view(row, cases, env, t, summaries.get(run_id))
+    return _run_view(row, attempts, env, t, summaries.get(run_id))
 
 
 # The metric a run page shows per case, in order of preference.
@@ -142,6 +157,12 @@ RUN_METRICS = ("time", "latency", "throughput", "compile_time", "max_batch", "ta
 def run_view(row: pd.Series, cases: pd.DataFrame, env: pd.DataFrame, t: Messages,
              summary: pd.DataFrame | None = None) -> dict[str, Any]:
     """One run's page: its summary, raw files, every case with its median, CI and status, and its fingerprint."""
+    return _run_view(row, [r for rows in _per_run(cases, _ATTEMPT_COLUMNS).values() for r in rows],
+                     [r for rows in _per_run(env, ("section", "key", "value")).values() for r in rows], t, summary)
+
+
+def _run_view(row: pd.Series, attempts: list[tuple[Any, ...]], env: list[tuple[Any, ...]], t: Messages,
+              summary: pd.DataFrame | None) -> dict[str, Any]:
     from collector.vocabulary import format_cudnn_version
     from reporter.labels import case_label
 
@@ -158,9 +179,7 @@ def run_view(row: pd.Series, cases: pd.DataFrame, env: pd.DataFrame, t: Messages
                                    None if value is None or (isinstance(value, float) and value != value) else str(value)])
     files = TableView([_col(t, "file", "link"), _col(t, "what")])
     files.rows = [[Link(name, name), t(f"run.file.{name.split('.')[0]}")] for name in RAW_FILES]
-    records = sorted(cases[["case_id", "workload", "params", "process", "status", "error"]]
-                     .astype({"case_id": str, "workload": str, "params": str, "status": str})
-                     .to_dict("records"), key=lambda c: (c["case_id"], c["process"]))
+    records = sorted((dict(zip(_ATTEMPT_COLUMNS, a)) for a in attempts), key=lambda c: (c["case_id"], c["process"]))
     by_case: dict[str, list[dict[str, Any]]] = {}
     for c in records:
         by_case.setdefault(c["case_id"], []).append(c)
@@ -196,10 +215,13 @@ def run_view(row: pd.Series, cases: pd.DataFrame, env: pd.DataFrame, t: Messages
                 problems.rows.append([name, str(a["process"]), t.plain(f"run.case_status.{a['status']}")
                                       if t.has(f"run.case_status.{a['status']}") else a["status"],
                                       a["error"] if isinstance(a["error"], str) and a["error"] else None])
+    sections: dict[str, list[list[str]]] = {}  # in the order each section first appears
+    for section, key, value in env:
+        sections.setdefault(section, []).append([key, value])
     fingerprint = []
-    for section, group in env.groupby(env["section"].astype(str), sort=False):
+    for section, rows in sections.items():
         kv = TableView([_col(t, "key"), _col(t, "value")])
-        kv.rows = [[k, v] for k, v in zip(group["key"].astype(str), group["value"].astype(str))]
+        kv.rows = rows
         fingerprint.append({"name": section, "table": kv})
     return {
         "label": label,
