@@ -137,7 +137,7 @@ def compute_article(
     b = cache[base_key][1]
     sides, families, fps, devices, device = b["sides"], b["families"], b["fps"], b["devices"], b["device"]
     rows_df, units, confounders, cross_device = b["rows_df"], b["units"], b["confounders"], b["cross_device"]
-    rows = _case_rows(rows_df, sides, t, b["case_notes"])
+    rows = _case_rows(rows_df, sides, t, b["case_notes"], b["latency"])
 
     sections = _sections(rows, rows_df, units, sides, spec, t, cache, lang)
     geomeans = dict(c.geomeans)
@@ -198,6 +198,7 @@ def _language_free(archive: Archive, spec: ComparisonSpec, c: Comparison,
         "rows_df": rows_df,
         "case_notes": case_notes,
         "units": {role: _unit_moments(a) for role, a in sides.items()},
+        "latency": {role: _latency_samples(a) for role, a in sides.items()},
         "confounders": _confounders(fps["baseline"], fps["candidate"]),
         "cross_device": devices["baseline"] != devices["candidate"]
         or distinct(sides["baseline"].runs["device_type"]) != distinct(sides["candidate"].runs["device_type"]),
@@ -215,12 +216,14 @@ def _language_free(archive: Archive, spec: ComparisonSpec, c: Comparison,
 
 
 def _case_rows(df: pd.DataFrame, sides: Mapping[str, Archive], t: Catalogue,
-               case_notes: Mapping[str, list[Note]] | None = None) -> list[CaseRow]:
+               case_notes: Mapping[str, list[Note]] | None = None,
+               latency: Mapping[str, Mapping[str, np.ndarray]] | None = None) -> list[CaseRow]:
     """Every compared row, labelled within its workload's block, with rates, latency percentiles and
     the statistics' notes followed by the case's confounder notes (``case_notes``)."""
     case_notes = case_notes or {}
-    latency = {role: _latency_samples(a) for role, a in sides.items()}
-    rates = _rates(df, t)
+    latency = latency if latency is not None else {role: _latency_samples(a) for role, a in sides.items()}
+    records = dict(zip(df.index, df.to_dict("records")))
+    rates = _rates(df, t, records)
     out: list[CaseRow] = []
     for workload, sub in df.groupby("workload", sort=False):
         params = [params_of(p) for p in sub["params"]]
@@ -228,7 +231,8 @@ def _case_rows(df: pd.DataFrame, sides: Mapping[str, Archive], t: Catalogue,
         labels = distinct_labels(t, str(workload), params,
                                  lambda p: case_label(t, str(workload), p, omit=named) or case_label(t, str(workload), p))
         full = [case_label(t, str(workload), p, with_workload=True) for p in params]
-        for (i, r), label, full_label in zip(sub.iterrows(), labels, full):
+        for i, label, full_label in zip(sub.index, labels, full):
+            r = records[i]
             metric = str(r["metric"])
             if metric != "time" and metric != "latency":
                 label = t.plain("label.metric_suffix", label=label, metric=_metric_name(t, metric))
@@ -265,10 +269,11 @@ def _distinct_params(params: Sequence[Mapping[str, Any]]) -> list[Mapping[str, A
     return out
 
 
-def _rates(df: pd.DataFrame, t: Catalogue) -> dict[int, tuple[Rate | None, Rate | None]]:
+def _rates(df: pd.DataFrame, t: Catalogue, records: Mapping[Any, dict[str, Any]] | None = None
+           ) -> dict[int, tuple[Rate | None, Rate | None]]:
     """TFLOP/s, GB/s or items/s per side and row, with % of the best rate of the same workload, kind and dtype on that side."""
     raw: dict[str, dict[int, tuple[str, str, float, str]]] = {"baseline": {}, "candidate": {}}
-    for i, r in df.iterrows():
+    for i, r in (records or dict(zip(df.index, df.to_dict("records")))).items():
         if r["metric"] not in RATE_METRICS or r["unit"] != "s":
             continue
         # The best rate of the same workload and dtype: a TF32 convolution is no peak for an fp32 matmul.
@@ -379,7 +384,8 @@ def _scaling_chart(workload: str, rows: list[CaseRow], df: pd.DataFrame, t: Cata
         primary = [r for r in rows if r.metric == "throughput"]
     if len(primary) < 2:
         return None
-    params = {r.case_id: params_of(df.loc[df["case_id"] == r.case_id, "params"].iloc[0]) for r in primary}
+    first = df.drop_duplicates("case_id").set_index("case_id")  # each case's first row
+    params = {r.case_id: params_of(first.at[r.case_id, "params"]) for r in primary}
     axis = None
     for name in SCALE_PARAMS:
         values = {p.get(name) for p in params.values() if isinstance(p.get(name), (int, float)) and not isinstance(p.get(name), bool)}
@@ -388,7 +394,7 @@ def _scaling_chart(workload: str, rows: list[CaseRow], df: pd.DataFrame, t: Cata
             break
     if axis is None:
         return None
-    items = {r.case_id: df.loc[df["case_id"] == r.case_id, "items"].iloc[0] for r in primary}
+    items = {r.case_id: first.at[r.case_id, "items"] for r in primary}
     items_unit = next((u for u in df.loc[df["workload"] == workload, "items_unit"] if isinstance(u, str) and u), "items")
     derived = not measured and axis in PARALLEL_PARAMS and all(_positive(items[r.case_id]) for r in primary)
     as_rate = measured or derived
@@ -419,7 +425,27 @@ def _scaling_chart(workload: str, rows: list[CaseRow], df: pd.DataFrame, t: Cata
 
 
 def _unit_moments(a: Archive) -> dict[tuple[str, str], tuple[np.ndarray, np.ndarray]]:
-    """Per (case_id, metric) of one side: every worker process's median and the run it belongs to."""
+    """Per (case_id, metric) of one side: every worker process's median and the run it belongs to
+    (of its positive samples; from the summaries cache's per-process medians where every sample of
+    a process is positive, which is the same figure, in the same order: runs, then processes)."""
+    from reporter.compare import _cached_units
+
+    u = _cached_units(a)
+    if u is not None:
+        u = u[u["better"] != BETTER_NONE]
+        positive = u["vmin"].to_numpy(np.float64) > 0
+        if not (~positive & (u["vmax"].to_numpy(np.float64) > 0)).any():  # no process with some samples <= 0
+            u = u[positive]
+            out: dict[tuple[str, str], tuple[np.ndarray, np.ndarray]] = {}
+            case, metric = u["case_id"].astype(str).to_numpy(), u["metric"].astype(str).to_numpy()
+            med, run = u["median"].to_numpy(np.float64), u["run_id"].astype(str).to_numpy()
+            key = pd.factorize(pd.Series(case) + "\x00" + pd.Series(metric))[0]
+            order = np.argsort(key, kind="stable")
+            starts = np.flatnonzero(np.r_[True, key[order][1:] != key[order][:-1]]) if len(order) else np.zeros(0, int)
+            for at, end in zip(starts, np.r_[starts[1:], len(order)]):
+                rows = order[at:end]
+                out[(case[rows[0]], metric[rows[0]])] = (med[rows], run[rows])
+            return out
     s = a.ok_samples()
     s = s[(s["better"] != BETTER_NONE) & (s["value"] > 0)]
     if s.empty:
@@ -529,7 +555,7 @@ def _scaling_table(sides: Mapping[str, Archive], t: Catalogue, cache: dict[Any, 
     points: dict[tuple[str, str, int, int], list[ScalingEfficiency | None]] = {}
     for i, role in enumerate(("baseline", "candidate")):
         a = sides[role]
-        key = ("scaling", id(a))
+        key = ("scaling", tuple(sorted(a.runs["run_id"].astype(str))))  # a side is its runs: shared by articles
         if key not in cache:
             cache[key] = (a, compute_scaling_table(a.cases, a.ok_samples()))
         for e in cache[key][1]:
