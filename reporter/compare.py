@@ -61,7 +61,7 @@ from collector.vocabulary import Analysis, Note, NoteCode, Verdict
 from reporter.errors import ReporterError
 from reporter.load import Archive, Problem, _rows_of
 from reporter.notes import note_text
-from reporter.summary_cache import label_key
+from reporter.summary_cache import Rows, label_key
 from reporter.stats import (
     MIN_UNITS,
     RESOLVE,
@@ -276,17 +276,30 @@ def _cached_units(archive: Archive) -> pd.DataFrame | None:
     missing = {r for r, k in zip(ids, keys) if k not in have}
     if missing:
         have.update(_store_units(store, archive, _units(_restricted(archive, missing).ok_samples()), missing))
-    parts = [have[k] for k in keys]
+    parts = [have[k]() if callable(have[k]) else have[k] for k in keys]
     return pd.concat(parts, ignore_index=True) if parts else None
 
 
 def _store_units(store: Any, archive: Archive, fresh: pd.DataFrame, run_ids: set[str]) -> dict[str, pd.DataFrame]:
     """Keep ``fresh`` (``_units`` of every ok sample of ``run_ids``) in ``store``, run by run; the entries by key."""
-    fresh = fresh.assign(run_id=fresh["run_id"].astype(str)).sort_values(
-        ["run_id", "case_id", "metric", "process"], kind="stable")
-    by_run = dict(iter(fresh.groupby("run_id", sort=False)))
-    new = {archive.run_keys[r]: (by_run.get(r, fresh.iloc[0:0]).reset_index(drop=True), [archive.run_keys[r]])
-           for r in run_ids}
+    # Sorted by (run_id, case_id, metric, process) as text, stably (each text column by its rank
+    # among its distinct values), and kept as one table: each run's entry is a slice of it.
+    ranks = []
+    for c in ("process", "metric", "case_id", "run_id"):
+        if c == "process":
+            ranks.append(fresh[c].to_numpy(np.int64))
+            continue
+        codes, uniques = pd.factorize(fresh[c].astype(str))
+        rank = np.empty(len(uniques), np.int64)
+        rank[np.argsort(np.asarray(uniques, dtype=object), kind="stable")] = np.arange(len(uniques))
+        ranks.append(rank[codes])
+    fresh = fresh.iloc[np.lexsort(ranks)].reset_index(drop=True)
+    fresh["run_id"] = fresh["run_id"].astype(str)
+    ids = fresh["run_id"].to_numpy()
+    starts = np.flatnonzero(np.r_[True, ids[1:] != ids[:-1]]) if len(ids) else np.zeros(0, np.int64)
+    ends = np.r_[starts[1:], len(ids)]
+    spans = {str(ids[a]): (int(a), int(b - a)) for a, b in zip(starts, ends)}
+    new = {archive.run_keys[r]: (Rows(fresh, *spans.get(r, (0, 0))), [archive.run_keys[r]]) for r in run_ids}
     store.put("units", new)
     return {k: v[0] for k, v in new.items()}
 

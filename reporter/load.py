@@ -191,7 +191,13 @@ class Archive:
         ok_keys = ok_keys[case_codes >= 0]
         keys = (s["run_id"].cat.codes.to_numpy(np.int64) * n_case + s["case_id"].cat.codes.to_numpy(np.int64)) * n_proc
         keys += s["process"].to_numpy(np.int64)
-        mask = np.isin(keys, ok_keys)
+        space = max(len(s["run_id"].cat.categories), len(ok["run_id"].cat.categories)) * n_case * n_proc
+        if space <= 8 * len(keys) + (1 << 20):  # a table of every possible attempt: one lookup per sample
+            table = np.zeros(space, bool)
+            table[ok_keys] = True
+            mask = table[keys]
+        else:
+            mask = np.isin(keys, ok_keys)
         return s if mask.all() else s[mask].reset_index(drop=True)
 
 

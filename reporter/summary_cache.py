@@ -23,7 +23,6 @@ import json
 import shutil
 import tempfile
 from contextlib import contextmanager
-from functools import partial
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -123,14 +122,23 @@ def _read(folder: Path) -> dict[str, pd.DataFrame]:
         for key, (start, n, runs) in index["entries"].items():
             if start < 0 or n < 0 or start + n > len(frame) or not all(isinstance(r, str) for r in runs):
                 return {}
-            out[key] = (partial(_rows, frame, start, n), runs)
+            out[key] = (Rows(frame, start, n), runs)
         return out
     except Exception:  # missing, corrupt, or of another layout: rebuilt, never trusted
         return {}
 
 
-def _rows(frame: pd.DataFrame, start: int, n: int) -> pd.DataFrame:
-    return frame.iloc[start:start + n].reset_index(drop=True)
+class Rows:
+    """Rows ``start`` to ``start + n`` of ``frame``, cut when called: an entry kept as a slice of a
+    larger table until it is used (written back, consecutive slices of one table are written as one)."""
+
+    __slots__ = ("frame", "start", "n")
+
+    def __init__(self, frame: pd.DataFrame, start: int, n: int) -> None:
+        self.frame, self.start, self.n = frame, start, n
+
+    def __call__(self) -> pd.DataFrame:
+        return self.frame.iloc[self.start:self.start + self.n].reset_index(drop=True)
 
 
 def _write(folder: Path, entries: dict[str, tuple[pd.DataFrame, list[str]]]) -> None:
@@ -140,16 +148,26 @@ def _write(folder: Path, entries: dict[str, tuple[pd.DataFrame, list[str]]]) -> 
     except OSError:
         return
     try:
-        entries = {k: (df() if callable(df) else df, runs) for k, (df, runs) in entries.items()}
         spans, start = {}, 0
-        frames = [df for df, _ in entries.values() if len(df)]
+        pieces: list[list[Any]] = []  # [frame, start, n]: runs of consecutive rows of one table
         for key, (df, runs) in entries.items():
-            spans[key] = [start, len(df), list(runs)]
-            start += len(df)
-        if frames:
-            frame = pd.concat(frames, ignore_index=True)
+            if callable(df) and not isinstance(df, Rows):
+                df = df()
+            piece = [df.frame, df.start, df.n] if isinstance(df, Rows) else [df, 0, len(df)]
+            spans[key] = [start, piece[2], list(runs)]
+            start += piece[2]
+            if not piece[2]:
+                continue
+            last = pieces[-1] if pieces else None
+            if last is not None and last[0] is piece[0] and last[1] + last[2] == piece[1]:
+                last[2] += piece[2]
+            else:
+                pieces.append(piece)
+        if pieces:
+            frame = pd.concat([f.iloc[a:a + n] for f, a, n in pieces], ignore_index=True)
         else:
-            frame = next(iter(entries.values()), (pd.DataFrame(), []))[0].iloc[0:0]
+            first = next(iter(entries.values()), (pd.DataFrame(), []))[0]
+            frame = (first.frame if isinstance(first, Rows) else first() if callable(first) else first).iloc[0:0]
         pq.write_table(pa.Table.from_pandas(frame, preserve_index=False), tmp / "data.parquet")
         (tmp / "index.json").write_text(json.dumps({"format": FORMAT, "rows": start, "entries": spans}), encoding="utf-8")
         old = None
