@@ -289,7 +289,7 @@ def _store_units(store: Any, archive: Archive, fresh: pd.DataFrame, run_ids: set
         if c == "process":
             ranks.append(fresh[c].to_numpy(np.int64))
             continue
-        codes, uniques = pd.factorize(fresh[c].astype(str))
+        codes, uniques = pd.factorize(fresh[c])  # text already: no string is made per row
         rank = np.empty(len(uniques), np.int64)
         rank[np.argsort(np.asarray(uniques, dtype=object), kind="stable")] = np.arange(len(uniques))
         ranks.append(rank[codes])
@@ -299,7 +299,9 @@ def _store_units(store: Any, archive: Archive, fresh: pd.DataFrame, run_ids: set
     starts = np.flatnonzero(np.r_[True, ids[1:] != ids[:-1]]) if len(ids) else np.zeros(0, np.int64)
     ends = np.r_[starts[1:], len(ids)]
     spans = {str(ids[a]): (int(a), int(b - a)) for a, b in zip(starts, ends)}
-    new = {archive.run_keys[r]: (Rows(fresh, *spans.get(r, (0, 0))), [archive.run_keys[r]]) for r in run_ids}
+    # In the table's order, so that the cache writes the runs' consecutive slices as one piece.
+    new = {archive.run_keys[r]: (Rows(fresh, *spans.get(r, (0, 0))), [archive.run_keys[r]])
+           for r in sorted(run_ids, key=lambda r: spans.get(r, (-1, 0))[0])}
     store.put("units", new)
     return {k: v[0] for k, v in new.items()}
 
@@ -334,19 +336,22 @@ def compute_summaries(archive: Archive, *, confidence: float = 0.95) -> pd.DataF
             unstored = {r for k, r in unit_keys.items() if k not in store.get("units", list(unit_keys))}
             # Labels are independent: a few at a time, so that only their samples are in memory at once.
             attempts = archive.cases.groupby("label", observed=True).size()
-            fresh_parts, units = [], []
-            for chunk in _chunks(sorted(missing), {str(k): int(v) for k, v in attempts.items()}, SUMMARY_CHUNK_ATTEMPTS):
-                chunk_ids = {r for label in chunk for r in run_ids[label]}
-                fresh_parts.append(_pooled_summaries(_restricted(archive, chunk_ids), confidence, units_out=units))
-                if units and unstored:  # the per-run units, computed on the way, for comparisons to come
-                    units[-1] = units[-1][units[-1]["run_id"].astype(str).isin(unstored)]
-            if units and unstored:
-                _store_units(store, archive, pd.concat(units, ignore_index=True), unstored)
-            del units
-            fresh = pd.concat(fresh_parts, ignore_index=True)
-            new = {keys[label]: (fresh[fresh["label"].astype(str) == label].reset_index(drop=True),
-                                 [archive.run_keys[r] for r in run_ids[label]]) for label in missing}
-            store.put("labels", new)
+            fresh_parts = []
+            # Each chunk's per-run units (computed on the way, for comparisons to come) are kept as
+            # they come, and written with the labels' summaries once, when the chunks are done.
+            with store.deferred():
+                for chunk in _chunks(sorted(missing), {str(k): int(v) for k, v in attempts.items()}, SUMMARY_CHUNK_ATTEMPTS):
+                    chunk_ids = {r for label in chunk for r in run_ids[label]}
+                    units: list[pd.DataFrame] = []
+                    fresh_parts.append(_pooled_summaries(_restricted(archive, chunk_ids), confidence, units_out=units))
+                    todo = unstored & chunk_ids
+                    if units and todo:
+                        _store_units(store, archive, units[0][units[0]["run_id"].astype(str).isin(todo)], todo)
+                    del units
+                fresh = pd.concat(fresh_parts, ignore_index=True)
+                new = {keys[label]: (fresh[fresh["label"].astype(str) == label].reset_index(drop=True),
+                                     [archive.run_keys[r] for r in run_ids[label]]) for label in missing}
+                store.put("labels", new)
             have.update({k: v[0] for k, v in new.items()})
         out = pd.concat([have[keys[label]] for label in sorted(keys)], ignore_index=True)
     if out.empty:

@@ -164,11 +164,20 @@ def _write(folder: Path, entries: dict[str, tuple[pd.DataFrame, list[str]]]) -> 
             else:
                 pieces.append(piece)
         if pieces:
-            frame = pd.concat([f.iloc[a:a + n] for f, a, n in pieces], ignore_index=True)
+            # Each piece turned into Arrow on its own and the tables joined without a copy (text
+            # columns already in Arrow are not copied at all); one pandas frame of every piece
+            # only where their column types differ.
+            try:
+                table = pa.concat_tables([pa.Table.from_pandas(f.iloc[a:a + n], preserve_index=False)
+                                          for f, a, n in pieces], promote_options="default")
+            except (pa.ArrowException, ValueError, TypeError):
+                table = pa.Table.from_pandas(pd.concat([f.iloc[a:a + n] for f, a, n in pieces], ignore_index=True),
+                                             preserve_index=False)
         else:
             first = next(iter(entries.values()), (pd.DataFrame(), []))[0]
             frame = (first.frame if isinstance(first, Rows) else first() if callable(first) else first).iloc[0:0]
-        pq.write_table(pa.Table.from_pandas(frame, preserve_index=False), tmp / "data.parquet")
+            table = pa.Table.from_pandas(frame, preserve_index=False)
+        pq.write_table(table, tmp / "data.parquet")
         (tmp / "index.json").write_text(json.dumps({"format": FORMAT, "rows": start, "entries": spans}), encoding="utf-8")
         old = None
         if folder.exists():
