@@ -48,6 +48,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
+from contextlib import nullcontext
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -382,25 +383,26 @@ def compute_run_summaries(archive: Archive, *, confidence: float = 0.95) -> dict
         sizes = {str(k): int(v) for k, v in attempts.items()}
         unit_keys = {archive.run_keys[r]: r for r in missing} if store is not None else {}
         unstored = {r for k, r in unit_keys.items() if k not in store.get("units", list(unit_keys))} if unit_keys else set()
-        fresh_parts, units = [], []
-        for chunk in _chunks(missing, sizes, SUMMARY_CHUNK_ATTEMPTS):
-            part = _restricted(archive, set(chunk))
-            fresh_parts.append(_pooled_summaries(_runs_as_labels(part), confidence, units_out=units))
-            if units:  # the units' label is the run's own again; those of runs not yet stored are kept
-                u = units[-1]
-                u["label"] = u["run_id"].astype(str).map(label_of)
-                units[-1] = u[u["run_id"].astype(str).isin(unstored)]
-        if units and unstored:
-            _store_units(store, archive, pd.concat(units, ignore_index=True), unstored)
-        del units
-        fresh = pd.concat(fresh_parts, ignore_index=True)
-        run_col = fresh["label"].astype(str)
-        fresh["label"] = run_col.map(label_of)
-        by_run = {str(r): g.reset_index(drop=True) for r, g in fresh.groupby(run_col, sort=False)}
-        empty = fresh.iloc[0:0]
-        new = {r: by_run.get(r, empty) for r in missing}
-        if store is not None:
-            store.put("labels", {keys[r]: (new[r], [archive.run_keys[r]]) for r in missing})
+        fresh_parts = []
+        # As compute_summaries does labels: each chunk's units stored as they come, everything written once.
+        with store.deferred() if store is not None else nullcontext():
+            for chunk in _chunks(missing, sizes, SUMMARY_CHUNK_ATTEMPTS):
+                units: list[pd.DataFrame] = []
+                fresh_parts.append(_pooled_summaries(_runs_as_labels(_restricted(archive, set(chunk))), confidence,
+                                                     units_out=units))
+                todo = unstored & set(chunk)
+                if units and todo:  # the units' label is the run's own again
+                    u = units[0][units[0]["run_id"].astype(str).isin(todo)]
+                    _store_units(store, archive, u.assign(label=u["run_id"].astype(str).map(label_of)), todo)
+                del units
+            fresh = pd.concat(fresh_parts, ignore_index=True)
+            run_col = fresh["label"].astype(str)
+            fresh["label"] = run_col.map(label_of)
+            by_run = {str(r): g.reset_index(drop=True) for r, g in fresh.groupby(run_col, sort=False)}
+            empty = fresh.iloc[0:0]
+            new = {r: by_run.get(r, empty) for r in missing}
+            if store is not None:
+                store.put("labels", {keys[r]: (new[r], [archive.run_keys[r]]) for r in missing})
         frames.update(new)
     # Each run's rows in compute_summaries' order, then every run's case information at once.
     parts = [frames[r].sort_values(["label", "case_id", "metric"], kind="stable").assign(run_id=r)
