@@ -80,7 +80,7 @@ from reporter.stats import (
     compute_runs_needed,
     compute_verdict,
     moderated_components,
-    sort_within_groups,
+    sort_values_within_groups,
     squeeze_variances,
 )
 
@@ -175,13 +175,13 @@ def _unit_summaries(samples: pd.DataFrame) -> tuple[pd.DataFrame, np.ndarray, np
     key += proc
     del run, case, met
     values = samples["value"].to_numpy(np.float64)
-    order = sort_within_groups(key, values)
-    k = key[order]
+    # The values sorted within units; ``order`` sorts the samples by unit (None: stored so).
+    order, v = sort_values_within_groups(key, values)
+    k = key if order is None else key[order]
     del key
     starts = np.flatnonzero(np.r_[True, k[1:] != k[:-1]])
     size = k.size
     del k
-    v = values[order]
     n = np.diff(np.r_[starts, size])
     med = 0.5 * (v[starts + (n - 1) // 2] + v[starts + n // 2])
     vmin, vmax = v[starts], v[starts + n - 1]
@@ -192,15 +192,18 @@ def _unit_summaries(samples: pd.DataFrame) -> tuple[pd.DataFrame, np.ndarray, np
         dev -= np.log(np.where(med > 0, med, np.nan))[group]
         np.abs(dev, out=dev)
     dev[~np.isfinite(dev)] = np.inf
-    o2 = sort_within_groups(group, dev)
-    d2 = dev[o2]
-    del dev, o2
+    d2 = sort_values_within_groups(group, dev)[1]
+    del dev
     mad = 0.5 * (d2[starts + (n - 1) // 2] + d2[starts + n // 2])
     del d2
     spread = np.where((n >= 3) & np.isfinite(mad), (np.pi / 2) * (1.4826 * mad) ** 2 / n, np.nan)
-    first = order[starts]
+    # A unit's first sample as stored: every text column is the same across a unit's samples.
+    first = starts if order is None else order[starts]
     unit_of = np.empty(size, np.int64)
-    unit_of[order] = group
+    if order is None:
+        unit_of[:] = group
+    else:
+        unit_of[order] = group
     del order, group
     units = pd.DataFrame(
         {

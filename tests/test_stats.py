@@ -404,3 +404,25 @@ def test_sort_within_groups_is_lexsort() -> None:
     g = np.repeat(np.arange(500), rng.integers(1, 200, 500))  # more distinct sizes than the row sorts take
     v = rng.normal(size=g.size)
     assert np.array_equal(sort_within_groups(g, v), np.lexsort((v, g)))
+
+
+def test_sort_values_within_groups_are_lexsorts_values() -> None:
+    from reporter.stats import sort_values_within_groups
+
+    rng = np.random.default_rng(23)
+    cases = []
+    for trial in range(60):
+        n = int(rng.integers(0, 2000))
+        g = rng.integers(0, int(rng.integers(1, 300)), n)
+        if trial % 3 == 0:
+            g = np.sort(g)
+        v = rng.choice([1.0, 2.0, np.nan, 0.5, 0.0, 3.3], n) if trial % 2 else rng.normal(size=n)
+        cases.append((g, v))
+    cases.append((np.repeat(np.arange(4000), 10), rng.normal(size=40000)))  # one size, stored grouped
+    cases.append((np.repeat(np.arange(4000), 10)[rng.permutation(40000)], rng.normal(size=40000)))
+    g = np.repeat(np.arange(500), rng.integers(1, 200, 500))  # the lexsort fallback
+    cases.append((g, rng.normal(size=g.size)))
+    for i, (g, v) in enumerate(cases):
+        order, xs = sort_values_within_groups(g, v)
+        assert np.array_equal(xs, v[np.lexsort((v, g))], equal_nan=True), i
+        assert np.array_equal(g if order is None else g[order], np.sort(g, kind="stable")), i
