@@ -1043,14 +1043,49 @@ def _geomeans(
 
 
 def _scores(units: pd.DataFrame, rows: pd.DataFrame, unit_keys: list[str]) -> pd.DataFrame:
-    """Each unit's mean over ``rows`` of its oriented log value minus the row's mean on its side."""
-    sign = pd.Series(np.where(rows["better"] == BETTER_HIGHER, 1.0, -1.0), index=pd.MultiIndex.from_frame(rows[["case_id", "metric"]]))
-    u = units[units.set_index(["case_id", "metric"]).index.isin(sign.index)].copy()
+    """Each unit's mean over ``rows`` of its oriented log value minus the row's mean on its side.
+
+    As ``groupby(...).mean()`` computes it (NaN skipped, units with a missing key left
+    out, units in key order), by codes and ``np.bincount``: a geomean scores every unit
+    of both sides, and of the borrowing pool, once per family.
+    """
+    def keys(df: pd.DataFrame) -> pd.MultiIndex:
+        return pd.MultiIndex.from_arrays([df["case_id"].astype(str), df["metric"].astype(str)])
+
+    pos = keys(rows).get_indexer(keys(units)).astype(np.int64)  # rows are one per (case, metric)
+    keep = pos >= 0
+    u = units[keep]
     if u.empty:
-        return u.assign(score=[])
-    u["o"] = np.log(u["median"].to_numpy(np.float64)) * sign.reindex(pd.MultiIndex.from_frame(u[["case_id", "metric"]])).to_numpy()
-    u["o"] -= u.groupby(["side", "case_id", "metric"])["o"].transform("mean")
-    return u.groupby(unit_keys, as_index=False)["o"].mean().rename(columns={"o": "score"})
+        return u.copy().assign(score=[])
+    pos = pos[keep]
+    sign = np.where(rows["better"].to_numpy() == BETTER_HIGHER, 1.0, -1.0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        o = np.log(u["median"].to_numpy(np.float64)) * sign[pos]
+    side_codes, _ = pd.factorize(u["side"], sort=True)
+    o = o - _nanmean_by(side_codes * len(rows) + pos, o)[side_codes * len(rows) + pos]
+    codes = []
+    for k in unit_keys:
+        c, _ = pd.factorize(u[k], sort=True)  # -1: a missing key, which groupby leaves out
+        codes.append(c.astype(np.int64))
+    present = np.all(np.stack(codes) >= 0, axis=0)
+    combined = np.zeros(int(present.sum()), np.int64)
+    for c in codes:
+        combined = combined * (int(c.max(initial=0)) + 1) + c[present]
+    distinct, first, group = np.unique(combined, return_index=True, return_inverse=True)
+    group = group.ravel()
+    at = np.flatnonzero(present)[first]
+    out = pd.DataFrame({k: u[k].to_numpy()[at] for k in unit_keys})
+    out["score"] = _nanmean_by(group, o[present], distinct.size)
+    return out
+
+
+def _nanmean_by(group: np.ndarray, values: np.ndarray, n: int | None = None) -> np.ndarray:
+    """Per group code, the mean of its non-NaN values (NaN when it has none), as pandas' group mean."""
+    valid = ~np.isnan(values)
+    size = int(n if n is not None else group.max(initial=-1) + 1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return (np.bincount(group, weights=np.where(valid, values, 0.0), minlength=size)
+                / np.bincount(group, weights=valid.astype(np.float64), minlength=size))
 
 
 def _geomean_of(
