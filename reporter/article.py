@@ -322,6 +322,8 @@ def _sections(rows: list[CaseRow], df: pd.DataFrame, units: Mapping[str, pd.Data
               spec: ComparisonSpec, t: Catalogue, cache: dict[Any, Any], lang: str) -> tuple[Section, ...]:
     out: list[Section] = []
     numerics = _numerics(sides, spec, t, cache)
+    first = _first_rows(df)  # for every block
+    stacks = _stack_names(sides)
     for key, families in SECTIONS:
         number = 2 + len(out)
         if key == "numerics":
@@ -333,7 +335,8 @@ def _sections(rows: list[CaseRow], df: pd.DataFrame, units: Mapping[str, pd.Data
             continue
         order = {f: i for i, f in enumerate(families)}
         workloads = sorted({r.workload for r in sub}, key=lambda w: (order[next(r.family for r in sub if r.workload == w)], w))
-        blocks = tuple(_block(w, [r for r in sub if r.workload == w], df, units, t, sides, cache) for w in workloads)
+        blocks = tuple(_block(w, [r for r in sub if r.workload == w], df, units, t, sides, cache, first, stacks)
+                       for w in workloads)
         main = [r for r in sub if r.main]
         chart = _ratio_chart(key, main, t) if len(main) >= 2 else None
         out.append(Section(key, number, blocks=blocks, chart=chart))
@@ -341,13 +344,15 @@ def _sections(rows: list[CaseRow], df: pd.DataFrame, units: Mapping[str, pd.Data
 
 
 def _block(workload: str, rows: list[CaseRow], df: pd.DataFrame, units: Mapping[str, pd.DataFrame], t: Catalogue,
-           sides: Mapping[str, Archive] | None = None, cache: dict[Any, Any] | None = None) -> Block:
+           sides: Mapping[str, Archive] | None = None, cache: dict[Any, Any] | None = None,
+           first: Mapping[str, tuple[Any, Any]] | None = None, stacks: Mapping[str, str] | None = None) -> Block:
     params = _distinct_params([params_of(p) for p in df.loc[df["workload"] == workload, "params"]])
     title, _ = block_heading(t, workload, params)
     derived = tuple(d for d in _derived(workload, rows, df, units, t, sides, cache) if d.rows)
     return Block(
         workload=workload, title=title, rows=tuple(rows), derived=derived,
-        charts=tuple(c for c in (_scaling_chart(workload, rows, df, t, _stack_names(sides)),) if c is not None),
+        charts=tuple(c for c in (_scaling_chart(workload, rows, df, t, _stack_names(sides) if stacks is None else stacks,
+                                                first),) if c is not None),
         has_latency=any(r.latency[0] or r.latency[1] for r in rows),
         has_peak=any(rate is not None and rate.peak_fraction is not None for r in rows if r.main for rate in r.rates),
     )
@@ -371,8 +376,15 @@ def _stack_names(sides: Mapping[str, Archive] | None) -> dict[str, str]:
     return names
 
 
+def _first_rows(df: pd.DataFrame) -> dict[str, tuple[Any, Any]]:
+    """Each case's (params, items) from its first row of ``df``."""
+    first = df.drop_duplicates("case_id")
+    return {str(c): (p, i) for c, p, i in zip(first["case_id"], first["params"], first["items"])}
+
+
 def _scaling_chart(workload: str, rows: list[CaseRow], df: pd.DataFrame, t: Catalogue,
-                   stacks: Mapping[str, str] | None = None) -> ChartData | None:
+                   stacks: Mapping[str, str] | None = None,
+                   first: Mapping[str, tuple[Any, Any]] | None = None) -> ChartData | None:
     """Medians along the parameter that varies (size, GPUs, workers, batch): one line per side and variant.
 
     Along a parallelism axis the curve shows throughput (measured, or items per step over
@@ -384,8 +396,9 @@ def _scaling_chart(workload: str, rows: list[CaseRow], df: pd.DataFrame, t: Cata
         primary = [r for r in rows if r.metric == "throughput"]
     if len(primary) < 2:
         return None
-    first = df.drop_duplicates("case_id").set_index("case_id")  # each case's first row
-    params = {r.case_id: params_of(first.at[r.case_id, "params"]) for r in primary}
+    if first is None:
+        first = _first_rows(df)
+    params = {r.case_id: params_of(first[r.case_id][0]) for r in primary}
     axis = None
     for name in SCALE_PARAMS:
         values = {p.get(name) for p in params.values() if isinstance(p.get(name), (int, float)) and not isinstance(p.get(name), bool)}
@@ -394,7 +407,7 @@ def _scaling_chart(workload: str, rows: list[CaseRow], df: pd.DataFrame, t: Cata
             break
     if axis is None:
         return None
-    items = {r.case_id: first.at[r.case_id, "items"] for r in primary}
+    items = {r.case_id: first[r.case_id][1] for r in primary}
     items_unit = next((u for u in df.loc[df["workload"] == workload, "items_unit"] if isinstance(u, str) and u), "items")
     derived = not measured and axis in PARALLEL_PARAMS and all(_positive(items[r.case_id]) for r in primary)
     as_rate = measured or derived
@@ -794,25 +807,33 @@ def _method(sides: Mapping[str, Archive], fps: Mapping[str, Mapping[tuple[str, s
 
 def _run_refs(sides: Mapping[str, Archive]) -> Iterable[RunRef]:
     for role, a in sides.items():
-        per_run = {str(k): g for k, g in a.cases.groupby("run_id", observed=True)}
+        counts = _run_status_counts(a.cases)
         for r in a.runs.itertuples():
-            cases = per_run.get(str(r.run_id), a.cases.iloc[0:0])
-            status = _case_status(cases)
+            ok, failed, skipped = counts.get(str(r.run_id), (0, 0, 0))
             yield RunRef(role, str(r.label), str(r.run_id), run_page(str(r.label), str(r.run_id)), _date(r.started_at),
                          str(r.status) if r.status else None, r.hostname if isinstance(r.hostname, str) else None,
-                         sum(s == "ok" for s in status.values()), sum(s == "failed" for s in status.values()),
-                         sum(s == "skipped" for s in status.values()))
+                         ok, failed, skipped)
 
 
-def _case_status(cases: pd.DataFrame) -> dict[str, str]:
-    """One status per case over its worker processes: ok, skipped (every process skipped it), or failed."""
+def _run_status_counts(cases: pd.DataFrame) -> dict[str, tuple[int, int, int]]:
+    """Per run: how many of its cases are ok (every worker process ok), skipped (every one skipped) and failed."""
     if cases.empty:
         return {}
-    status = cases["status"].astype(str)
-    per_case = pd.DataFrame({"case_id": cases["case_id"].astype(str).to_numpy(), "ok": (status == "ok").to_numpy(),
-                             "skipped": (status == "skipped").to_numpy()}).groupby("case_id", sort=False)
-    ok, skipped = per_case["ok"].all(), per_case["skipped"].all()
-    return {c: "ok" if o else "skipped" if s else "failed" for c, o, s in zip(ok.index, ok.to_numpy(), skipped.to_numpy())}
+    run, runs = pd.factorize(cases["run_id"].astype(str))
+    case, _ = pd.factorize(cases["case_id"].astype(str))
+    status = cases["status"].astype(str).to_numpy()
+    group = np.unique(run.astype(np.int64) * (int(case.max()) + 1) + case, return_inverse=True)[1].ravel()
+    n = np.bincount(group)
+    ok = np.bincount(group, weights=status == "ok") == n
+    skipped = ~ok & (np.bincount(group, weights=status == "skipped") == n)
+    run_of = np.zeros(n.size, np.int64)
+    run_of[group] = run
+    out = {}
+    for i, name in enumerate(runs):
+        mine = run_of == i
+        k_ok, k_skipped = int(np.sum(ok[mine])), int(np.sum(skipped[mine]))
+        out[str(name)] = (k_ok, int(np.sum(mine)) - k_ok - k_skipped, k_skipped)
+    return out
 
 
 # ---- what was not measured ------------------------------------------------------------------------

@@ -102,10 +102,20 @@ def _case_settings(cases: pd.DataFrame) -> dict[str, dict[str, Any]]:
     if cases.empty or "settings" not in cases:
         return out
     ok = cases[cases["status"].astype(str) == "ok"] if "status" in cases else cases
-    for case_id, group in ok.groupby(ok["case_id"].astype(str)):
-        parsed = [p for p in (_parse(s) for s in group["settings"]) if p is not None]
-        if parsed:
-            out[case_id] = {k: _mode(p.get(k) for p in parsed) for k in PRECISION_KEYS}
+    parsed_of: dict[Any, dict[str, Any] | None] = {}  # each distinct settings text parsed once
+    per_case: dict[str, list[dict[str, Any]]] = {}
+    for case_id, text in zip(ok["case_id"].astype(str), ok["settings"]):
+        if isinstance(text, str):
+            if text not in parsed_of:
+                parsed_of[text] = _parse(text)
+            parsed = parsed_of[text]
+        else:
+            parsed = _parse(text)
+        if parsed is not None:
+            per_case.setdefault(case_id, []).append(parsed)
+    for case_id in sorted(per_case):
+        parsed_list = per_case[case_id]
+        out[case_id] = {k: _mode(p.get(k) for p in parsed_list) for k in PRECISION_KEYS}
     return out
 
 
