@@ -567,6 +567,9 @@ def _run_index(counts: np.ndarray) -> np.ndarray:
     return np.repeat(np.arange(counts.size, dtype=np.int64), counts)
 
 
+DENSE_SLACK = 1_000_000  # entries a lookup table may have beyond 8 per row (else the keys are sorted)
+
+
 def _bad_attempts(cases: pa.Table, case_counts: np.ndarray, samples: pa.Table, sample_counts: np.ndarray) -> np.ndarray:
     """Per run: whether an attempt (case, process) has two rows, sampled attempts lack a row,
     or an ok attempt lacks samples (what ``_check_run`` names beyond units)."""
@@ -607,13 +610,22 @@ def _bad_attempts(cases: pa.Table, case_counts: np.ndarray, samples: pa.Table, s
     span_c = len(names) + 1
     c_key = (c_run * span_c + c_case) * span_p + np.maximum(c_proc, 0)
     s_key = (s_run * span_c + np.maximum(s_case, 0)) * span_p + np.maximum(s_proc, 0)
-    order = np.sort(c_key)
-    bad[(order[1:][order[1:] == order[:-1]] // span_p) // span_c] = True  # an attempt with two rows
-    sampled = np.unique(s_key)
-    bad[(sampled[~np.isin(sampled, c_key)] // span_p) // span_c] = True  # samples without their row
     ok = pc.equal(cases["status"].cast(pa.string()) if cases.num_rows else pa.array([], pa.string()), STATUS_OK)
     ok = np.asarray(ok.to_numpy(zero_copy_only=False), bool) if cases.num_rows else np.zeros(0, bool)
-    unsampled = c_key[ok & ~np.isin(c_key, sampled)]
+    space = n_runs * span_c * span_p
+    if space <= 8 * (c_key.size + s_key.size) + DENSE_SLACK:  # a table of every possible attempt: no sort
+        rows = np.bincount(c_key, minlength=space)
+        bad[np.flatnonzero(rows > 1) // span_p // span_c] = True  # an attempt with two rows
+        sampled = np.zeros(space, bool)
+        sampled[s_key] = True
+        bad[np.flatnonzero(sampled & (rows == 0)) // span_p // span_c] = True  # samples without their row
+        unsampled = c_key[ok & ~sampled[c_key]]
+    else:
+        order = np.sort(c_key)
+        bad[(order[1:][order[1:] == order[:-1]] // span_p) // span_c] = True
+        distinct = np.unique(s_key)
+        bad[(distinct[~np.isin(distinct, c_key)] // span_p) // span_c] = True
+        unsampled = c_key[ok & ~np.isin(c_key, distinct)]
     bad[(unsampled // span_p) // span_c] = True  # an ok attempt without samples
     return bad
 

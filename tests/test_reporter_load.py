@@ -165,3 +165,38 @@ def test_many_runs_keep_their_order_and_codes(tmp_path):
     label_of = dict(zip(a.runs["run_id"].astype(str), a.runs["label"].astype(str)))
     pairs = a.samples[["run_id", "label"]].astype(str).drop_duplicates()
     assert all(label_of[r] == lab for r, lab in pairs.itertuples(index=False))
+
+
+@pytest.mark.parametrize("dense", [True, False])
+def test_bulk_attempt_checks_flag_exactly_the_runs_at_fault(monkeypatch, dense):
+    """Two rows for one attempt, samples without their row, an ok attempt without samples:
+    each flags its own run and no other, with the lookup table and with sorted keys."""
+    import numpy as np
+    import pyarrow as pa
+
+    from reporter import load
+
+    monkeypatch.setattr(load, "DENSE_SLACK", 1_000_000 if dense else -10**12)
+
+    def run(attempts, sampled):
+        cases = pa.table({"case_id": pa.array([c for c, _, _ in attempts]).dictionary_encode(),
+                          "process": pa.array([p for _, p, _ in attempts], pa.int32()),
+                          "status": pa.array([s for _, _, s in attempts])})
+        samples = pa.table({"case_id": pa.array([c for c, _ in sampled for _ in range(3)], pa.string()).dictionary_encode(),
+                            "process": pa.array([p for _, p in sampled for _ in range(3)], pa.int32())})
+        return cases, samples
+
+    good = run([("a", 0, "ok"), ("a", 1, "ok"), ("b", 0, "failed")], [("a", 0), ("a", 1)])
+    runs = [
+        good,
+        run([("a", 0, "ok"), ("a", 0, "ok")], [("a", 0)]),  # an attempt with two rows
+        run([("a", 0, "ok")], [("a", 0), ("c", 0)]),  # samples of a case without a row
+        run([("a", 0, "ok")], [("a", 0), ("a", 2)]),  # samples of a process without a row
+        run([("a", 0, "ok"), ("a", 1, "ok")], [("a", 0)]),  # an ok attempt without samples
+        good,
+    ]
+    cases = pa.concat_tables([c for c, _ in runs], promote_options="permissive")
+    samples = pa.concat_tables([s for _, s in runs], promote_options="permissive")
+    bad = load._bad_attempts(cases, np.array([c.num_rows for c, _ in runs]), samples,
+                             np.array([s.num_rows for _, s in runs]))
+    assert bad.tolist() == [False, True, True, True, True, False]
