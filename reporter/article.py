@@ -828,12 +828,10 @@ def _run_status_counts(cases: pd.DataFrame) -> dict[str, tuple[int, int, int]]:
     skipped = ~ok & (np.bincount(group, weights=status == "skipped") == n)
     run_of = np.zeros(n.size, np.int64)
     run_of[group] = run
-    out = {}
-    for i, name in enumerate(runs):
-        mine = run_of == i
-        k_ok, k_skipped = int(np.sum(ok[mine])), int(np.sum(skipped[mine]))
-        out[str(name)] = (k_ok, int(np.sum(mine)) - k_ok - k_skipped, k_skipped)
-    return out
+    n_cases, n_ok, n_skipped = (np.bincount(run_of, weights=w, minlength=len(runs)).astype(np.int64)
+                                for w in (None, ok, skipped))
+    return {str(name): (int(n_ok[i]), int(n_cases[i] - n_ok[i] - n_skipped[i]), int(n_skipped[i]))
+            for i, name in enumerate(runs)}
 
 
 # ---- what was not measured ------------------------------------------------------------------------
