@@ -7,7 +7,9 @@ does) and their SVG text read back.
 from __future__ import annotations
 
 import math
+import os
 import re
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -28,6 +30,7 @@ from reporter.charts import (
 )
 
 BASE, CAND = "h200-torch-2.11.0-cu130@20261202T161602Z", "h200-torch-2.11.0-cu130-tf32-override"
+ROOT = Path(__file__).resolve().parent.parent
 ROUND_MANTISSAS = {1, 1.1, 1.2, 1.25, 1.3, 1.4, 1.5, 1.6, 1.8, 2, 2.5, 3, 3.5, 4, 4.5, 5, 6, 7, 8, 9}
 
 
@@ -222,3 +225,42 @@ def test_chinese_legend_entries_do_not_overlap() -> None:
     for (x0, y0, w0), (x1, y1, _) in zip(entries, entries[1:]):
         assert y1 != y0 or x1 >= x0 + w0, "legend entries overlap"
     assert min(w for _, _, w in entries) >= 16 + 10 * 10, "Chinese characters measured too narrow"
+
+
+def test_charts_measure_with_the_shipped_latin_font_and_one_chinese_font(tmp_path) -> None:
+    """In a fresh process: vl-convert's fonts start from a fontconfig file naming only the Chinese
+    font, the environment is as it was afterwards, and a Latin label is as wide as vl-convert's
+    own Liberation Sans makes it whatever else is installed."""
+    import json
+    import subprocess
+    import sys
+
+    code = """
+import json, os, sys
+from reporter.charts import chart_fonts, chinese_font_file, render_svg
+os.environ["FONTCONFIG_FILE"] = "/nonexistent/fonts.conf"
+fonts = chart_fonts()
+spec = {"data": {"values": [{"a": "scale-2.11.0 matmul"}]}, "mark": "point",
+        "encoding": {"color": {"field": "a", "type": "nominal", "legend": {"title": None, "labelLimit": 0}}},
+        "config": {"aria": False}}
+print(json.dumps({"fonts": fonts, "chinese": chinese_font_file(), "env": os.environ["FONTCONFIG_FILE"],
+                  "svg": render_svg(spec)}))
+"""
+    env = {**os.environ, "IMAGEBENCH_CACHE": str(tmp_path)}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True, cwd=ROOT)
+    got = json.loads(out.stdout)
+    assert got["env"] == "/nonexistent/fonts.conf"  # put back once the fonts started
+    assert got["fonts"].startswith("Liberation Sans (vl-convert's)")
+    confs = list(tmp_path.glob("fonts/*/fonts.conf"))
+    assert len(confs) == 1
+    text = confs[0].read_text(encoding="utf-8")
+    if got["chinese"]:
+        assert got["fonts"].endswith(os.path.basename(got["chinese"]))
+        (folder,) = re.findall(r"<dir>(.*)</dir>", text)
+        assert [p.resolve() for p in Path(folder).iterdir()] == [Path(got["chinese"]).resolve()]
+    else:
+        assert "<dir>" not in text  # no Chinese font: vl-convert's Latin font alone
+    # The legend entry is a 16 px symbol, then the label: 89 px in Liberation Sans at 10 px
+    # (103 px in DejaVu Sans, the sans-serif of many Linux systems).
+    width = float(re.search(r'role-legend-entry.*?d="M0,0h0v0h0Z".*?d="M0,0h([\d.]+)v', got["svg"], re.S).group(1))
+    assert 85 < width - 16 < 95
