@@ -1,0 +1,115 @@
+"""reporter.markdown_speed: the same HTML as Python-Markdown's own inline processing, on every input."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import markdown
+import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from markdown.inlinepatterns import SimpleTagInlineProcessor
+
+from reporter.markdown_speed import MAY_CHANGE, PlainTextInlineProcessor
+
+ROOT = Path(__file__).resolve().parent.parent
+GOLDEN = ROOT / "tests" / "data" / "golden_site"
+
+
+def _site_extensions() -> list[str | dict]:
+    """The Markdown extensions of the repository's mkdocs.yml, without this one."""
+    config = yaml.safe_load((ROOT / "mkdocs.yml").read_text(encoding="utf-8"))
+    names = [next(iter(e)) if isinstance(e, dict) else e for e in config["markdown_extensions"]]
+    assert "reporter.markdown_speed" in names  # the site is built with it
+    return [n for n in names if n != "reporter.markdown_speed"]
+
+
+def _html(text: str, fast: bool, extra: list | None = None) -> str:
+    extensions = _site_extensions() + (extra or []) + (["reporter.markdown_speed"] if fast else [])
+    return markdown.Markdown(extensions=extensions).convert(text)
+
+
+def test_the_site_pages_convert_to_the_same_html() -> None:
+    pages = sorted(GOLDEN.rglob("*.md"))
+    assert len(pages) > 20
+    for page in pages:
+        text = page.read_text(encoding="utf-8")
+        assert _html(text, fast=True) == _html(text, fast=False), page
+
+
+SNIPPETS = [
+    "a *b* **c** _d_ __e__ ***f*** `g` ``h ` i`` \\*j\\*",
+    "[link](x.md) ![image](y.svg) [ref][r] [r] ![ir][r]\n\n[r]: http://example.invalid/",
+    "<http://example.invalid/> <me@example.invalid> <span class=\"x\">html</span> <!-- comment -->",
+    "&amp; &#169; &#xA9; & plain",
+    "line one  \nline two",
+    "| case | time |\n| --- | ---: |\n| matmul n=4096 | 1.23 ms [1.20, 1.26] |\n| conv · fp32 | *better* |",
+    "!!! note \"Title\"\n    body with `code` and 1.5x",
+    "??? details \"Open\"\n    | a |\n    |---|\n    | 1 |",
+    '<div class="ib-table" markdown>\n\n| a | b |\n|---|---|\n| x_y | 2 |\n\n</div>',
+    "# Heading with *emphasis*\n\n## Plain heading\n\ntext",
+    "矩阵乘法 n=4096, 中位时间 1.2 ms（95% 置信区间）",
+]
+
+
+def test_every_kind_of_inline_markup_comes_out_the_same() -> None:
+    for text in SNIPPETS:
+        assert _html(text, fast=True) == _html(text, fast=False), text
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(list("ab 1.[]()!<>&*_`\\#|-:\n\x02\x03") + ["  \n", "http://x", "a@b", "&amp;", "<b>"]),
+                max_size=40).map("".join))
+def test_random_markup_comes_out_the_same(text: str) -> None:
+    assert _html(text, fast=True) == _html(text, fast=False)
+
+
+class _Strike(markdown.Extension):
+    """A third-party inline pattern whose syntax (~~) has none of the characters the speed-up looks for."""
+
+    def extendMarkdown(self, md: markdown.Markdown) -> None:  # noqa: N802
+        md.inlinePatterns.register(SimpleTagInlineProcessor(r"()~~(.+?)~~", "del"), "strike", 40)
+
+
+def test_another_extensions_pattern_turns_the_speed_up_off() -> None:
+    text = "plain ~~struck~~ text"
+    assert MAY_CHANGE.search(text) is None
+    fast = markdown.Markdown(extensions=[*_site_extensions(), _Strike(), "reporter.markdown_speed"])
+    assert fast.convert(text) == _html(text, fast=False, extra=[_Strike()]) == "<p>plain <del>struck</del> text</p>"
+    inline = fast.treeprocessors["inline"]
+    assert isinstance(inline, PlainTextInlineProcessor) and not inline._skip_plain
+    plain = markdown.Markdown(extensions=[*_site_extensions(), "reporter.markdown_speed"])
+    plain.convert(text)
+    assert plain.treeprocessors["inline"]._skip_plain  # the site's own extensions keep it on
+
+
+def test_plain_text_skips_the_patterns() -> None:
+    """What it is for: a text without markup is never handed to a pattern."""
+    md = markdown.Markdown(extensions=[*_site_extensions(), "reporter.markdown_speed"])
+    tried: list[str] = []
+    for pattern in md.inlinePatterns:
+        original = pattern.getCompiledRegExp()
+        pattern.compiled_re = _Spy(original, tried)
+    md.convert("| a | b |\n|---|---|\n| 1.23 ms | 0.98x |")
+    assert tried == []
+    md.convert("| a | b |\n|---|---|\n| *x* | 2 |")
+    assert any(re.search(r"\*", t) for t in tried)
+
+
+class _Spy:
+    def __init__(self, compiled: re.Pattern[str], tried: list[str]) -> None:
+        self.compiled, self.tried = compiled, tried
+        self.pattern = compiled.pattern
+
+    def search(self, text: str, *args: object) -> re.Match[str] | None:
+        self.tried.append(text)
+        return self.compiled.search(text, *args)
+
+    def match(self, text: str, *args: object) -> re.Match[str] | None:
+        self.tried.append(text)
+        return self.compiled.match(text, *args)
+
+    def finditer(self, text: str, *args: object) -> object:
+        self.tried.append(text)
+        return self.compiled.finditer(text, *args)
