@@ -7,11 +7,13 @@ couple of seconds; the MkDocs builds are real.
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -463,8 +465,17 @@ def test_mkdocs_runs_only_when_the_site_sources_or_the_public_folder_changed(
     assert not any("mkdocs not run" in s for s in said) and page.read_bytes() == first
 
 
-def test_articles_computed_in_spawned_processes_are_those_of_the_serial_build(in_tmp: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("start", ["fork", "spawn"])
+def test_articles_computed_in_other_processes_are_those_of_the_serial_build(
+    in_tmp: Path, monkeypatch: pytest.MonkeyPatch, start: str,
+) -> None:
+    """Forked children compute from the archive they inherit, spawned ones read it again: the same pages."""
+    import multiprocessing
+
     import reporter.build as build
+
+    if start not in multiprocessing.get_all_start_methods():
+        pytest.skip(f"no {start} here")
 
     runs = copy_runs(in_tmp / "runs")
     config = in_tmp / "imagebench.toml"
@@ -475,7 +486,16 @@ def test_articles_computed_in_spawned_processes_are_those_of_the_serial_build(in
     monkeypatch.setenv("IMAGEBENCH_CACHE", str(in_tmp / "serial-cache"))
     build_site(runs, in_tmp / "serial", None, config_path=config, workloads=WORKLOADS, chart_workers=1)
     monkeypatch.setattr(build, "PARALLEL_ARTICLES", 2)
+    monkeypatch.setattr(build, "_article_context", lambda: multiprocessing.get_context(start))
     monkeypatch.setenv("IMAGEBENCH_CACHE", str(in_tmp / "parallel-cache"))
+    if start == "fork":  # a forked child reads nothing again
+        parent, load = os.getpid(), build.load_archive
+
+        def load_in_parent_only(*args: Any, **kwargs: Any) -> Any:
+            assert os.getpid() == parent, "a forked child read the archive again"
+            return load(*args, **kwargs)
+
+        monkeypatch.setattr(build, "load_archive", load_in_parent_only)
     computed = _count_articles(monkeypatch)
     build_site(runs, in_tmp / "parallel", None, config_path=config, workloads=WORKLOADS, chart_workers=2)
     assert computed == []  # every article came from a child process
