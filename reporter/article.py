@@ -179,7 +179,7 @@ def _language_free(archive: Archive, spec: ComparisonSpec, c: Comparison,
                    families: Mapping[str, str] | None) -> dict[str, Any]:
     """The parts of ``compute_article`` that read the archive and no message catalogue."""
     sides = {role: archive.select(sel) for role, sel in (("baseline", spec.baseline), ("candidate", spec.candidate))}
-    families = {**dict(families or {}), **_recorded_families(archive)}
+    families = {**dict(families or {}), **recorded_families(archive)}
     fps = {role: _fingerprint(a) for role, a in sides.items()}
     devices = {role: distinct(a.runs["device_name"]) for role, a in sides.items()}
     rows_df = _contract_rows(c, families)
@@ -978,7 +978,7 @@ def _reproduce(role: str, selector: str, fp: Mapping[tuple[str, str], list[str]]
 # ---- small helpers --------------------------------------------------------------------------------
 
 
-def _recorded_families(a: Archive) -> dict[str, str]:
+def recorded_families(a: Archive) -> dict[str, str]:
     """The family each workload's cases recorded (schema 2), so old runs are read by what they recorded."""
     if "family" not in a.cases:
         return {}

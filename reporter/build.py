@@ -28,7 +28,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 import click
 
-from reporter.article import compute_article
+from reporter.article import compute_article, recorded_families
 from reporter.build_cache import compute_key, load_entry, store_entry
 from reporter.charts import ChartRenderer, measures_chinese, render_svgs
 from reporter.compare import Comparison, compare_labels, compute_run_summaries, compute_summaries
@@ -149,6 +149,55 @@ def _articles_of(
                     for page_lang in languages}  # every article in every language
         out.append((comparison, per_lang))
     return out
+
+
+class _ArticleInputs:
+    """Which runs an article reads, for its build cache key (``reporter.build_cache``).
+
+    Whatever it finds: the runs of its two sides, and the runs recorded beside them
+    (``--interleave``: the article counts a side's idle siblings). When its comparison
+    borrowed run-level variance (``Comparison.borrowed_on``), also every run on those
+    devices (``borrow_key``). Every run it may select from when a side selects none (the
+    article is then skipped, with the error, and not stored).
+    """
+
+    def __init__(self, archive: Archive, run_fps: Mapping[str, Any]) -> None:
+        self.archive, self.run_fps = archive, run_fps
+        env = archive.environment
+        group = env[(env["section"].astype(str) == "run") & (env["key"].astype(str) == "interleave_group")]
+        self.group_of = {str(r): str(v) for r, v in zip(group["run_id"], group["value"]) if str(v)}
+        self.in_group: dict[str, set[str]] = {}
+        for r, g in self.group_of.items():
+            self.in_group.setdefault(g, set()).add(r)
+        self.device_of = {str(r): str(d) for r, d in zip(archive.runs["run_id"], archive.runs["device_name"])
+                          if isinstance(d, str)}
+        self._restricted: dict[frozenset[str] | None, tuple[Archive, list[tuple[str, str]]]] = {}
+
+    def _of(self, spec: ComparisonSpec) -> tuple[Archive, list[tuple[str, str]]]:
+        """The archive ``spec`` reads (its ``run_ids``) and the workload families its runs recorded."""
+        if spec.run_ids not in self._restricted:
+            a = restrict(self.archive, spec.run_ids)
+            self._restricted[spec.run_ids] = (a, sorted(recorded_families(a).items()))
+        return self._restricted[spec.run_ids]
+
+    def key_parts(self, spec: ComparisonSpec) -> list[Any]:
+        a, families = self._of(spec)
+        allowed = [r for r in a.runs["run_id"].astype(str) if r in self.run_fps]
+        try:
+            sides = {r for selector in (spec.baseline, spec.candidate) for r in a.select_ids(selector)}
+        except ReporterError:
+            sides = set(allowed)
+        beside = {s for r in sides if r in self.group_of for s in self.in_group[self.group_of[r]]}
+        reads = sorted((sides | beside) & set(allowed))
+        return [families, [(r, self.run_fps[r]) for r in reads]]
+
+    def borrow_key(self, spec: ComparisonSpec, devices: Sequence[str]) -> str | None:
+        """The identity of every run ``spec`` may borrow from on ``devices``; None when it borrowed nothing."""
+        if not devices:
+            return None
+        a, _ = self._of(spec)
+        on = sorted(r for r in a.runs["run_id"].astype(str) if self.device_of.get(r) in set(devices) and r in self.run_fps)
+        return compute_key("borrowed", sorted(devices), [(r, self.run_fps[r]) for r in on])
 
 
 class _RunSummaries(Mapping[str, Any]):
@@ -286,11 +335,14 @@ def build_site(
     problems = [(p.path, p.reason) for p in archive.problems]
     reused = 0
     todo = []
+    inputs = _ArticleInputs(archive, run_fps)
     for spec, spec_titles in _articles(selection.specs, site_lang):
-        ids = sorted(run_fps) if spec.run_ids is None else sorted(set(spec.run_ids) & set(run_fps))
         key = compute_key("article", str(archive.root), spec, sorted(spec_titles.items()), languages, build_command,
-                          sorted(families.items()), sorted(titles.items()), problems, [(r, run_fps[r]) for r in ids])
+                          sorted(families.items()), sorted(titles.items()), problems, inputs.key_parts(spec))
         hit = load_entry("articles", key)
+        if hit is not None and (not isinstance(hit, tuple) or len(hit) != 3
+                                or hit[2] != inputs.borrow_key(spec, hit[0].borrowed_on)):
+            hit = None  # not an entry of this format, or it borrowed from runs that changed since
         todo.append((spec, spec_titles, key, hit))
     # The articles not in the build cache, computed in other processes when there are several.
     misses = [(spec, spec_titles) for spec, spec_titles, _, hit in todo if hit is None]
@@ -319,7 +371,7 @@ def build_site(
     misses_seen = 0
     for spec, spec_titles, key, hit in todo:
         if hit is not None:
-            comparison, per_lang = hit
+            comparison, per_lang, borrowed = hit
             reused += 1
         else:
             found = computed[misses_seen]
@@ -329,12 +381,14 @@ def build_site(
                 say(f"warning: no report for {spec.baseline} -> {spec.candidate}: {found}")
                 continue
             comparison, per_lang = found
-            store_entry("articles", key, (comparison, per_lang))
+            borrowed = inputs.borrow_key(spec, comparison.borrowed_on)
+            store_entry("articles", key, (comparison, per_lang, borrowed))
         comparisons.setdefault((spec.baseline, spec.candidate, spec.run_ids, spec.noise, spec.single_band,
                                 spec.correction), comparison)
+        article_key = key if borrowed is None else compute_key(key, borrowed)  # every input of its pages
         for page_lang in languages:
             data = per_lang[page_lang]
-            articles.append((page_lang, data, key))
+            articles.append((page_lang, data, article_key))
             reports[page_lang].append({"title": data.title, "page": data.page, "baseline": spec.baseline,
                                        "candidate": spec.candidate, "device": data.device, "comparison": comparison,
                                        "headline": data.headline, "lang": data.lang})

@@ -9,11 +9,15 @@ behind (an entry's key changes when any input does):
   language. The key holds the reporter's version, a hash of its source files (and the
   collector's) and this module's ``FORMAT``, the
   article's specification, titles, languages, build command, the workload registry it
-  was given, the problems of the archive, and the identity of every run the article
-  reads (id and the fingerprint of its folder: names, sizes, inodes, times of its files,
-  ``reporter.run_cache.fingerprint``), so a new, changed or deleted run among those (its
-  borrow pool included: the runs the specification restricts the archive to) computes
-  the article again, and any other article is taken from here.
+  was given, the problems of the archive, the workload families its runs recorded, and
+  the identity of every run the article reads (id and the fingerprint of its folder:
+  names, sizes, inodes, times of its files, ``reporter.run_cache.fingerprint``): the runs
+  of its two sides and those recorded beside them (``--interleave``). A comparison that
+  borrowed run-level variance from other runs (``Comparison.borrowed_on``) also stores
+  the identity of every run on those devices, and is taken from here only while it
+  holds. So a new, changed or deleted run among those computes the article again, and
+  any other article is taken from here: a nightly run recomputes the articles of its
+  label (and those that borrow on its device), not all of them.
 * ``charts/<key>.svg``: one chart's SVG; the key is the hash of its Vega-Lite
   specification and the renderer's version, so a chart is rendered once whatever page
   shows it, and never again while its specification is unchanged.
@@ -40,7 +44,7 @@ from typing import Any, Iterable
 
 from reporter.run_cache import _reporter_version, cache_base
 
-FORMAT = 1  # bump when what an article entry holds changes shape
+FORMAT = 2  # bump when what an article entry holds changes shape
 
 
 def _folder(kind: str) -> Path:

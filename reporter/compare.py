@@ -137,6 +137,9 @@ class Comparison:
     mde: float = float("nan")
     advice: Advice | None = None
     problems: list[Problem] = field(default_factory=list)
+    # The devices whose other runs were looked up to borrow run-level variance from (a side
+    # with one run of a row); empty when the comparison read nothing but its two sides.
+    borrowed_on: tuple[str, ...] = ()
 
 
 # ------------------------------------------------------------------------ units
@@ -575,15 +578,16 @@ def compare_labels(
             + (f" ({len(unmatched)} case/metric pair(s) on one side only)" if unmatched else "")
         )
     pairs = _run_pairs(archive, sides["baseline"], sides["candidate"])
+    lenders = _Lenders(archive, sides)
     rows = _compare_rows(
-        archive, sides, ub, uc, keys, pairs, noise=noise, single_band=single_band, correction=correction,
+        lenders, sides, ub, uc, keys, pairs, noise=noise, single_band=single_band, correction=correction,
         alpha=alpha, confidence=confidence, moderate=moderate,
     )
     rows = _with_case_info(rows, pd.concat([sides["baseline"].cases, sides["candidate"].cases]), work=True)
     rows = rows.sort_values(["workload", "case_id", "metric"], kind="stable").reset_index(drop=True)
     metric = GEOMEAN_METRIC if (rows["metric"] == GEOMEAN_METRIC).any() else None
     geomean, geomeans = _geomeans(
-        archive, sides, ub, uc, rows, metric, pairs, noise=noise, alpha=alpha, confidence=confidence
+        lenders, sides, ub, uc, rows, metric, pairs, noise=noise, alpha=alpha, confidence=confidence
     )
     tested = rows["analysis"].isin([Analysis.PAIRED.value, Analysis.HIERARCHICAL.value]) & rows["p_value"].notna()
     counts = Counter(rows["verdict"])
@@ -605,6 +609,7 @@ def compare_labels(
         mde=float(np.nanmedian(rows.loc[tested, "mde"])) if tested.any() else float("nan"),
         advice=_advice(rows[tested]),
         problems=list(archive.problems),
+        borrowed_on=tuple(sorted(lenders.devices)) if lenders.used else (),
     )
 
 
@@ -715,6 +720,24 @@ def _borrow_pool(archive: Archive, sides: dict[str, Archive]) -> pd.DataFrame:
     return pool
 
 
+class _Lenders:
+    """The runs a comparison may borrow run-level variance from: ``_borrow_pool``, read once, on first use."""
+
+    def __init__(self, archive: Archive, sides: dict[str, Archive]) -> None:
+        self.archive, self.sides = archive, sides
+        self.devices = _device_names(sides["baseline"]) | _device_names(sides["candidate"])
+        self._pool: pd.DataFrame | None = None
+
+    @property
+    def used(self) -> bool:
+        return self._pool is not None
+
+    def pool(self) -> pd.DataFrame:
+        if self._pool is None:
+            self._pool = _borrow_pool(self.archive, self.sides)
+        return self._pool
+
+
 def _moderated(
     values: np.ndarray, rows: np.ndarray, sides: np.ndarray, groups: np.ndarray, units: np.ndarray, *,
     sign: np.ndarray, n_rows: int, n_sides: int, x: np.ndarray, moderate: bool,
@@ -768,7 +791,7 @@ def _pool_run_variance(
 
 
 def _compare_rows(
-    archive: Archive,
+    lenders: _Lenders,
     sides: dict[str, Archive],
     ub: pd.DataFrame,
     uc: pd.DataFrame,
@@ -852,7 +875,7 @@ def _compare_rows(
     else:
         borrowed = None
         if (testable & (ind.df_between == 0)).any():
-            var, dfv, borrowed_runs = _pool_run_variance(_borrow_pool(archive, sides), code_of, n, x, moderate, sign)
+            var, dfv, borrowed_runs = _pool_run_variance(lenders.pool(), code_of, n, x, moderate, sign)
             borrowed = (var, dfv)
         tests = compute_hierarchical_tests(ind, higher_is_better=higher, paired=False, within=w_ind, between=b_ind,
                                            borrowed=borrowed, confidence=confidence)
@@ -1009,7 +1032,7 @@ def _pooled_medians(side: Archive, keys: list[tuple[str, str]]) -> np.ndarray:
 
 
 def _geomeans(
-    archive: Archive,
+    lenders: _Lenders,
     sides: dict[str, Archive],
     ub: pd.DataFrame,
     uc: pd.DataFrame,
@@ -1035,9 +1058,9 @@ def _geomeans(
         chosen = chosen[chosen["metric"] == metric]
     out: dict[str, Geomean] = {}
     families = sorted(set(chosen["family"]))
-    overall = _geomean_of(archive, sides, ub, uc, chosen, "all", pairs, noise=noise, alpha=alpha, confidence=confidence)
+    overall = _geomean_of(lenders, sides, ub, uc, chosen, "all", pairs, noise=noise, alpha=alpha, confidence=confidence)
     for fam in families:
-        out[fam] = _geomean_of(archive, sides, ub, uc, chosen[chosen["family"] == fam], fam, pairs,
+        out[fam] = _geomean_of(lenders, sides, ub, uc, chosen[chosen["family"] == fam], fam, pairs,
                                noise=noise, alpha=alpha, confidence=confidence)
     return overall, out
 
@@ -1089,7 +1112,7 @@ def _nanmean_by(group: np.ndarray, values: np.ndarray, n: int | None = None) -> 
 
 
 def _geomean_of(
-    archive: Archive,
+    lenders: _Lenders,
     sides: dict[str, Archive],
     ub: pd.DataFrame,
     uc: pd.DataFrame,
@@ -1126,7 +1149,7 @@ def _geomean_of(
                             pd.factorize(sc["run_id"])[0], n_rows=1)
         borrowed = None
         if ow.df_between[0] == 0:
-            borrowed = _pool_geomean_variance(archive, sides, chosen)
+            borrowed = _pool_geomean_variance(lenders.pool(), chosen)
         t = compute_hierarchical_tests(ow, higher_is_better=[True], paired=False, borrowed=borrowed, confidence=confidence)
         n_units = int(min(np.sum(side == 0), np.sum(side == 1)))
         analysis = Analysis.HIERARCHICAL
@@ -1145,9 +1168,8 @@ def _geomean_of(
     )
 
 
-def _pool_geomean_variance(archive: Archive, sides: dict[str, Archive], chosen: pd.DataFrame) -> tuple[np.ndarray, np.ndarray] | None:
-    """The run-level variance of a geomean score, from labels with several runs on the same device."""
-    pool = _borrow_pool(archive, sides)
+def _pool_geomean_variance(pool: pd.DataFrame, chosen: pd.DataFrame) -> tuple[np.ndarray, np.ndarray] | None:
+    """The run-level variance of a geomean score, from labels with several runs on the same device (``pool``)."""
     if pool.empty:
         return None
     pool = pool[pool["median"] > 0].assign(side=lambda d: pd.factorize(d["label"])[0])

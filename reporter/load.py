@@ -127,6 +127,23 @@ class Archive:
         Raises ``ReporterError`` naming the labels (or runs) that exist when nothing
         matches, and the candidates when a run id prefix is ambiguous.
         """
+        runs = self._selected_runs(selector)
+        keep = set(runs["run_id"].astype(str))
+        return replace(
+            self,
+            runs=runs.reset_index(drop=True),
+            environment=_rows_of(self.environment, keep),
+            cases=_rows_of(self.cases, keep),
+            samples=self.lazy_rows(keep),
+            gpu_state=_rows_of(self.gpu_state, keep) if len(self.gpu_state.columns) else self.gpu_state,
+            selector=selector,
+        )
+
+    def select_ids(self, selector: str) -> list[str]:
+        """The run ids ``select(selector)`` keeps, without copying their rows."""
+        return self._selected_runs(selector)["run_id"].astype(str).tolist()
+
+    def _selected_runs(self, selector: str) -> pd.DataFrame:
         label, _, prefix = selector.partition("@")
         if not label:
             raise ReporterError(f"selector {selector!r} has no label; use LABEL or LABEL@RUN_ID")
@@ -143,16 +160,7 @@ class Archive:
             if len(hits) > 1 and exact.empty:
                 raise ReporterError(f"run id prefix {prefix!r} of label {label!r} is ambiguous: {', '.join(hits)}")
             runs = runs[runs["run_id"].astype(str) == (exact.iloc[0] if len(exact) else hits.iloc[0])]
-        keep = set(runs["run_id"].astype(str))
-        return replace(
-            self,
-            runs=runs.reset_index(drop=True),
-            environment=_rows_of(self.environment, keep),
-            cases=_rows_of(self.cases, keep),
-            samples=self.lazy_rows(keep),
-            gpu_state=_rows_of(self.gpu_state, keep) if len(self.gpu_state.columns) else self.gpu_state,
-            selector=selector,
-        )
+        return runs
 
     def lazy_rows(self, run_ids: set[str]) -> "pd.DataFrame | Callable[[], pd.DataFrame]":
         """The samples of ``run_ids``: at once when this archive's samples are loaded, else when first used."""

@@ -397,6 +397,52 @@ def test_only_the_articles_whose_inputs_changed_are_computed_again(in_tmp: Path,
 
 
 
+def test_a_new_run_recomputes_the_articles_that_read_it_and_no_other(
+        in_tmp: Path, monkeypatch: pytest.MonkeyPatch, no_svg: None) -> None:
+    """An article reads its two sides; one that borrowed run-level variance (a side of one
+    run) also reads every run on its device. A new run elsewhere leaves the others alone."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("site_scale", ROOT / "benchmarks" / "site_scale.py")
+    site_scale = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(site_scale)
+    site_scale.write_archive(in_tmp / "all", 5, 12)  # runs per label 3, 3, 2, 2, 2; one device
+    label = [f"scale-2.{i}.0" for i in range(5)]
+    held = {(i, sorted((in_tmp / "all" / label[i]).iterdir())[n]) for i, n in
+            ((0, 2), (1, 2), (2, 1), (3, 1), (4, 0), (4, 1))}
+    runs = in_tmp / "runs"
+    shutil.copytree(in_tmp / "all", runs)
+    for i, run in held:
+        shutil.rmtree(runs / label[i] / run.name)
+    shutil.rmtree(runs / label[4])
+    config = in_tmp / "imagebench.toml"  # 2 runs a side; 1 run a side: borrows on the device
+    config.write_text(f'[[comparison]]\nbaseline = "{label[0]}"\ncandidate = "{label[1]}"\n\n'
+                      f'[[comparison]]\nbaseline = "{label[2]}"\ncandidate = "{label[3]}"\n', encoding="utf-8")
+    monkeypatch.setenv("IMAGEBENCH_CACHE", str(in_tmp / "cache"))
+    computed = _count_articles(monkeypatch)
+    build_site(runs, in_tmp / "site", None, config_path=config, languages=["en"])
+    assert sorted(computed) == [f"{label[0]}->{label[1]}", f"{label[2]}->{label[3]}"]
+
+    def add(i: int, n: int) -> None:
+        run = sorted((in_tmp / "all" / label[i]).iterdir())[n]
+        shutil.copytree(run, runs / label[i] / run.name)
+
+    computed.clear()
+    add(4, 0)  # a run of a label no article compares, on the device
+    build_site(runs, in_tmp / "site", None, config_path=config, languages=["en"])
+    assert computed == [f"{label[2]}->{label[3]}"]  # the one that borrows
+    computed.clear()
+    add(1, 2)  # a third run of a side
+    build_site(runs, in_tmp / "site", None, config_path=config, languages=["en"])
+    assert sorted(computed) == [f"{label[0]}->{label[1]}", f"{label[2]}->{label[3]}"]
+    computed.clear()
+    build_site(runs, in_tmp / "site", None, config_path=config, languages=["en"])
+    assert computed == []
+    monkeypatch.setenv("IMAGEBENCH_CACHE", str(in_tmp / "fresh-cache"))
+    build_site(runs, in_tmp / "site-fresh", None, config_path=config, languages=["en"])
+    assert _pages(in_tmp / "site") == _pages(in_tmp / "site-fresh")
+
+
 def test_pages_whose_inputs_are_unchanged_are_not_rendered_again(in_tmp: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import pyarrow.parquet as pq
 
