@@ -474,7 +474,9 @@ def build_site(
         # Each chart is an SVG file beside its page (charts/<page>-<id>.svg), shown as an image
         # (Markdown and the search index then never parse an SVG's thousands of elements).
         fresh: list[tuple[_Page, int]] = []  # pages rendered now, with the number of charts each submitted
-        for page in pages:
+        # Articles (in every language) first: their charts, most of the rendering, then keep
+        # the chart processes busy while the other pages are viewed.
+        for page in sorted(pages, key=lambda p: p.template != "article.md.j2"):
             if page.text is not None:
                 continue
             if page.key is not None and page.key not in checked:
