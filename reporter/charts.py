@@ -457,7 +457,7 @@ def chinese_font_file() -> str | None:
         except (OSError, subprocess.SubprocessError):
             return ""
 
-    files = sorted({line.partition(":")[0].strip() for line in ask("fc-list", ":lang=zh", "file").splitlines()} - {""})
+    files = sorted({line.strip() for line in ask("fc-list", "-f", "%{file}\n", ":lang=zh").splitlines()} - {""})
     best = ask("fc-match", "-f", "%{file}", "sans-serif:lang=zh-cn").strip()
     return best if best in files else (files[0] if files else None)
 
