@@ -18,8 +18,9 @@ What a reader gets from every chart:
   (dtype, layout) differ by the shape of their points, with their own legend.
 
 The text is measured by vl-convert with two fonts: the Liberation Sans it ships (for
-Latin text, the same on every machine) and one font with Chinese glyphs installed where the
-site is built (``chinese_font_file``). Without the latter, Chinese labels are laid out too
+Latin text, the same on every machine; the charts name it, or a font of its widths, for the
+browser to draw with: ``FONT``) and one font with Chinese glyphs installed where the site is
+built (``chinese_font_file``). Without the latter, Chinese labels are laid out too
 narrow and overlap (scripts/setup.sh installs one).
 
 Strings from runs (labels, case names) only ever travel as data values: Vega's SVG
@@ -43,6 +44,11 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 WIDTH = 560
+# The charts' text: laid out with vl-convert's Liberation Sans (``chart_fonts``), and drawn by
+# the reader's browser with it or a font of the same widths (Arial; Helvetica is close), so
+# a label fits the room it was given. With "sans-serif" alone a browser may draw a wider
+# font (DejaVu Sans, 12% wider, on many Linux systems) and cut the longest labels short.
+FONT = "Liberation Sans, Arial, Helvetica, sans-serif"
 DATASET = "rows"
 WRAP_CHARS = 40  # a legend line holds about this many Latin characters (a Chinese one counts two)
 CASE_WRAP_CHARS = 52  # a case label beside the ratio chart (about 270 px)
@@ -420,7 +426,9 @@ def _with_data(spec: dict[str, Any], data: list[dict[str, Any]]) -> dict[str, An
     same data follows as a table), which halves the rendering time.
     """
     spec["datasets"] = {DATASET: _clean(data)}
-    spec.setdefault("config", {})["aria"] = False
+    config = spec.setdefault("config", {})
+    config["aria"] = False
+    config["font"] = FONT
     return spec
 
 
