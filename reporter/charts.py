@@ -44,6 +44,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 WIDTH = 560
+PADDING = 5  # Vega's own padding around a chart, in pixels
 # The charts' text: laid out with vl-convert's Liberation Sans (``chart_fonts``), and drawn by
 # the reader's browser with it or a font of the same widths (Arial; Helvetica is close), so
 # a label fits the room it was given. With "sans-serif" alone a browser may draw a wider
@@ -429,7 +430,25 @@ def _with_data(spec: dict[str, Any], data: list[dict[str, Any]]) -> dict[str, An
     config = spec.setdefault("config", {})
     config["aria"] = False
     config["font"] = FONT
+    slack = _slack(data)
+    if slack:
+        spec["padding"] = {"left": PADDING + slack, "right": PADDING + slack, "top": PADDING, "bottom": PADDING}
     return spec
+
+
+def _slack(data: Sequence[Mapping[str, Any]]) -> int:
+    """Pixels a browser may draw a label of ``data`` wider than vl-convert measured it: none
+    for Latin text (the same font, ``FONT``), about 2 px at each change between Chinese and
+    other characters in a line (a browser shapes each side in a font run of its own; a
+    label of 6 such changes measured 221 px and was drawn 228 px wide)."""
+    most = 0
+    for row in data:
+        for value in row.values():
+            if isinstance(value, str) and _CJK.search(value):
+                for line in value.split("\n"):
+                    han = [bool(_CJK.match(c)) for c in line]
+                    most = max(most, sum(a != b for a, b in zip(han, han[1:])))
+    return 2 * most
 
 
 @lru_cache(maxsize=1)

@@ -196,6 +196,47 @@ def test_chart_text_is_never_cut_or_numbered(browser: object, site: Site) -> Non
     assert problems == []
 
 
+_TEXT_OUTSIDE = """() => {
+  const box = document.querySelector('svg').getBoundingClientRect();
+  return [...document.querySelectorAll('svg text')].map(t => [t.textContent, t.getBoundingClientRect()])
+    .filter(([, r]) => r.width > 0 && (r.left < box.left - 0.5 || r.right > box.right + 0.5
+                                       || r.top < box.top - 0.5 || r.bottom > box.bottom + 0.5))
+    .map(([text, r]) => `${text} (${r.left.toFixed(1)}..${r.right.toFixed(1)} of ${box.left}..${box.right})`);
+}"""
+
+
+def test_every_chart_text_lies_inside_its_chart_as_the_browser_draws_it(browser: object, site: Site) -> None:
+    """vl-convert lays the labels out; Chromium draws them. Every label of every chart, in both
+    languages, lies inside the chart's SVG (an SVG shown as an image cuts what lies outside)."""
+    svgs = sorted(site.public.rglob("charts/*.svg"))
+    assert any("/zh/" in str(p) for p in svgs)
+    outside = []
+    for svg in svgs:
+        page, problems = open_page(browser, site.url + str(svg.relative_to(site.public)))
+        outside += [f"{svg.relative_to(site.public)}: {t}" for t in page.evaluate(_TEXT_OUTSIDE)]
+        assert problems == []
+        page.close()
+    assert not outside, "\n".join(outside)
+
+
+@pytest.mark.parametrize("cases", [
+    ["ResNet-50 训练 ResNet-50, 224², 批次 256, NCHW", "BERT 训练 BERT-base, 批次 8 × 序列 512", "卷积 16×64×224², bf16, NCHW, 前向"],
+    ["ResNet-50 training ResNet-50, 224², batch 256, NCHW", "matmul 4096×4096, fp32-strict", "DataLoader 4 workers, pinned"],
+])
+def test_the_longest_labels_fit_their_chart(browser: object, site: Site, cases: list[str]) -> None:
+    """A ratio chart whose longest labels mix Chinese and Latin text (drawn in two font runs,
+    a little wider than vl-convert measures them): still inside the chart."""
+    from reporter.charts import chart_ratios, render_svg
+
+    rows = [{"case": c, "ratio": 1.0 + i / 10, "ci_low": 0.9, "ci_high": 1.3, "verdict": "better"} for i, c in enumerate(cases)]
+    svg = render_svg(chart_ratios(rows, x_title="ratio", verdict_names={"better": "better"}))
+    page = browser.new_page(viewport={"width": 900, "height": 600})  # type: ignore[attr-defined]
+    page.set_content(f"<html><body style='margin:0'>{svg}</body></html>")
+    outside = page.evaluate(_TEXT_OUTSIDE)
+    page.close()
+    assert not outside, outside
+
+
 def test_chinese_pages_are_chinese_and_search_finds_chinese_words(browser: object, site: Site) -> None:
     page, problems = open_page(browser, site.url + "zh/" + ARTICLE)
     assert page.evaluate("document.documentElement.lang").startswith("zh")
