@@ -196,7 +196,8 @@ class _ArticleInputs:
         if not devices:
             return None
         a, _ = self._of(spec)
-        on = sorted(r for r in a.runs["run_id"].astype(str) if self.device_of.get(r) in set(devices) and r in self.run_fps)
+        wanted = set(devices)
+        on = sorted(r for r in a.runs["run_id"].astype(str) if self.device_of.get(r) in wanted and r in self.run_fps)
         return compute_key("borrowed", sorted(devices), [(r, self.run_fps[r]) for r in on])
 
 

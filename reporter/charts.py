@@ -489,13 +489,12 @@ def chinese_font_file() -> str | None:
     return best if best in files else (files[0] if files else None)
 
 
-# What vl-convert in this process measures text with (``chart_fonts``); None until it started.
-_FONTS: str | None = None
 # A text mark: rendering it starts vl-convert's font database.
 _FONT_PROBE = {"width": 10, "height": 10, "data": [{"name": "t", "values": [{"s": "0"}]}],
                "marks": [{"type": "text", "from": {"data": "t"}, "encode": {"enter": {"text": {"field": "s"}}}}]}
 
 
+@lru_cache(maxsize=1)
 def chart_fonts() -> str:
     """Start vl-convert's fonts in this process, once: its Liberation Sans and ``chinese_font_file()``. Returns their names.
 
@@ -508,9 +507,6 @@ def chart_fonts() -> str:
     fontconfig: for this process only, and only while its font database starts,
     ``FONTCONFIG_FILE`` names a file listing a folder with just that Chinese font.
     """
-    global _FONTS
-    if _FONTS is not None:
-        return _FONTS
     import vl_convert as vlc
 
     font = chinese_font_file()
@@ -525,8 +521,9 @@ def chart_fonts() -> str:
             os.environ.pop("FONTCONFIG_FILE", None)
         else:
             os.environ["FONTCONFIG_FILE"] = before
-    _FONTS = "Liberation Sans (vl-convert's)" + (f" + {Path(font).name}" if font else "") if conf is not None else "system"
-    return _FONTS
+    if conf is None:
+        return "system"
+    return "Liberation Sans (vl-convert's)" + (f" + {Path(font).name}" if font else "")
 
 
 def _fontconfig_file(font: str | None) -> Path | None:
