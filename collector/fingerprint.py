@@ -41,7 +41,7 @@ ENV_NAMES = ("LD_LIBRARY_PATH", "LD_PRELOAD", "HTTP_PROXY", "HTTPS_PROXY", "NO_P
 # Variables with a secret-looking name (redact.SECRET_NAME) are never recorded, whatever the
 # prefix; every value recorded goes through collector.redact, the one redaction function.
 # Variables the collector sets for its own workers: not part of the stack.
-ENV_INTERNAL = frozenset({"IMAGEBENCH_PARENT_PID"})
+ENV_INTERNAL = frozenset({"IMAGEBENCH_PARENT_PID", "IMAGEBENCH_PRELOAD", "IMAGEBENCH_FORK_SERVER"})
 PACKAGES = (
     "torch", "torchvision", "torchaudio", "triton", "numpy", "transformers", "pyarrow",
     "nvidia-cublas", "nvidia-cublas-cu12", "nvidia-cudnn-cu12", "nvidia-cudnn-cu13",

@@ -65,7 +65,7 @@ from collector.schema import (
 )
 from collector.suites import SUITES, default_suite
 from collector.timing import TIMING_METHOD, TimingPolicy
-from collector.worker import PARENT_PID_ENV, PRELOAD_ENV, PROTOCOL_PREFIX
+from collector.worker import FORK_SERVER_ENV, PARENT_PID_ENV, PRELOAD_ENV, PROTOCOL_PREFIX
 from collector.workloads import Case, DeviceInfo, registry
 from collector.workloads._models import packages_for
 
@@ -470,6 +470,12 @@ class Progress:
             self._bar.stop()
 
 
+def forks_in(workload: str, process: int) -> bool:
+    """True when ``workload`` forks children from the fork server in worker process ``process``."""
+    w = registry()[workload]
+    return w.fork_server and (w.max_processes is None or process < w.max_processes)
+
+
 class Runner:
     """Executes a plan of tasks across stacks and processes, writing as it goes."""
 
@@ -542,7 +548,10 @@ class Runner:
         planned = self.planned[key[0]]
         log = self.log_dir / f"{planned.writer.label}-{key[1]}.log"
         preload = tuple(sorted({m for c in planned.cases for m in packages_for(c.params)}))
-        return Worker(planned.stack.python, log, env=planned.stack.environ(), preload=preload)
+        env = planned.stack.environ()
+        if any(forks_in(c.workload, key[1]) for c in planned.cases):
+            env = {**(os.environ if env is None else env), FORK_SERVER_ENV: "1"}
+        return Worker(planned.stack.python, log, env=env, preload=preload)
 
     def prestart(self, tasks: list[Task]) -> None:
         """Start the workers of ``tasks`` now, all together, so their imports overlap.

@@ -202,7 +202,10 @@ VOLATILE_SECTIONS = ("run",)
 VOLATILE_KEYS = frozenset({
     ("command", "argv"),
     ("collect_env", "nvidia_gpu_models"),
-    ("env", "IMAGEBENCH_PARENT_PID"),  # the collector's own bookkeeping, recorded by early runs
+    # The collector's own bookkeeping for its workers, recorded by earlier runs.
+    ("env", "IMAGEBENCH_PARENT_PID"),
+    ("env", "IMAGEBENCH_PRELOAD"),
+    ("env", "IMAGEBENCH_FORK_SERVER"),
     ("imagebench", "git_commit"),
 })
 VOLATILE_KEY_SUFFIXES = ("temperature_c", "clock_sm_mhz", "clock_mem_mhz", "uuid", "serial_sha256", "pci_bus_id")

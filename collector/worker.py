@@ -30,6 +30,7 @@ from typing import IO, Any
 PROTOCOL_PREFIX = "@@imagebench "
 PARENT_PID_ENV = "IMAGEBENCH_PARENT_PID"
 PRELOAD_ENV = "IMAGEBENCH_PRELOAD"  # packages a worker imports before it says it is ready
+FORK_SERVER_ENV = "IMAGEBENCH_FORK_SERVER"  # "1": start the fork server the worker's cases fork from
 # Units whose values must be positive (times, memory, rates); the reader rejects a run
 # holding a zero or negative one, so a case that records one fails here instead.
 POSITIVE_UNITS = ("s", "bytes", "items/s")
@@ -299,6 +300,7 @@ def serve(stdin: IO[str], proto: IO[str]) -> None:
             continue
         cmd = message.get("cmd")
         if cmd == "exit":
+            _stop_fork_server()
             return
         if cmd == "probe":
             try:
@@ -361,8 +363,9 @@ _PROFILED = 0
 def _ready() -> dict[str, Any]:
     """Import torch now, so that no case's timeout pays for it; report failure as data.
 
-    Then the packages named in ``PRELOAD_ENV`` (comma-separated: the model libraries the
-    planned cases build with). A package that fails to import is left for its cases, which
+    Then, when ``FORK_SERVER_ENV`` asks for it, start the fork server its cases fork
+    children from, and import the packages named in ``PRELOAD_ENV`` (comma-separated: the
+    model libraries the planned cases build with). A package that fails to import is left for its cases, which
     skip with the reason; it never fails the worker.
     """
     try:
@@ -371,6 +374,16 @@ def _ready() -> dict[str, Any]:
         return {"event": "ready", "pid": os.getpid(), "error": f"cannot import torch: {type(e).__name__}: {e}"}
     import importlib
 
+    server = None
+    if os.environ.get(FORK_SERVER_ENV) == "1":
+        # Started first: it imports torch and the model libraries on its own while this
+        # process does the same (``collector.workloads._models.fork_context``).
+        try:
+            from collector.workloads._models import fork_context
+
+            server = fork_context(start=True)
+        except Exception:
+            pass  # its cases start it themselves, or spawn
     preloaded = []
     for name in filter(None, os.environ.get(PRELOAD_ENV, "").split(",")):
         try:
@@ -378,7 +391,44 @@ def _ready() -> dict[str, Any]:
             preloaded.append(name)
         except Exception:
             pass
-    return {"event": "ready", "pid": os.getpid(), "torch": torch.__version__, "preloaded": preloaded}
+    fork_server = None
+    if server is not None and _fork_server_ready(server):
+        from multiprocessing import forkserver
+
+        fork_server = forkserver._forkserver._forkserver_pid  # its pid, for the logs and tests
+    return {"event": "ready", "pid": os.getpid(), "torch": torch.__version__, "preloaded": preloaded, "fork_server": fork_server}
+
+
+def _fork_server_ready(mp: Any, timeout: float = 300.0) -> bool:
+    """Wait until the fork server has imported its modules (it forks nothing before).
+
+    A server still importing when the first case starts would share the CPU with it: on
+    two cores a 64x64 matmul read 16 ms a call instead of 12 us.
+    """
+    try:
+        child = mp.Process(target=os.getpid)
+        child.start()
+        child.join(timeout)
+        return child.exitcode == 0
+    except Exception:
+        return False
+
+
+def _stop_fork_server() -> None:
+    """End this worker's fork server, if it started one, and wait for it to exit.
+
+    Left to notice its worker's exit by itself, the server (with torch imported) was still
+    exiting while the next worker process measured its first cases: on two cores the
+    next 64x64 matmul read 16 ms a call instead of 12 us.
+    """
+    forkserver = sys.modules.get("multiprocessing.forkserver")
+    server = getattr(forkserver, "_forkserver", None)
+    if getattr(server, "_forkserver_pid", None) is None:
+        return
+    try:
+        server._stop()  # closes its pipe and waits for the process (the stdlib's own tests use it)
+    except Exception:
+        pass
 
 
 def _die_with_parent() -> None:

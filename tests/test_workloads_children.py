@@ -9,7 +9,7 @@ import pytest
 from collector.context import SkipCase
 from collector.suites import SUITES
 from collector.workloads import registry
-from collector.workloads._models import ChildFailed, run_child
+from collector.workloads._models import ChildFailed, run_child, run_forked
 
 from workload_support import INFO, make_ctx, recorded  # noqa: E402
 
@@ -22,13 +22,63 @@ def test_numerics_records_a_loss_per_step_and_a_checksum_that_repeat_exactly():
     assert len(values["loss"]) == params["steps"] and len(values["checksum"]) == 1
     assert all(0 < v < 10 for v in values["loss"])
     assert ctx.recorded.timing == "none"
-    # Deterministic algorithms, fixed seeds: a second child gives the same bits.
+    # Deterministic algorithms, fixed seeds: a child in a fresh interpreter gives the same
+    # bits as the workload's child, forked from the fork server that imported torch.
+    import multiprocessing.forkserver as forkserver
+
+    assert forkserver._forkserver._forkserver_pid is not None
     again = run_child(
         ["numerics", "--device", "cpu", "--steps", str(params["steps"]), "--batch", str(params["batch"]), "--seed", "0"],
         env={"CUBLAS_WORKSPACE_CONFIG": ":4096:8"},
     )
     assert again["losses"] == values["loss"] and again["checksum"] == values["checksum"][0]
     assert again["deterministic"] is True
+
+
+def test_a_forked_child_that_fails_or_overruns_is_a_child_failure_naming_why():
+    with pytest.raises(ChildFailed, match="exited with code 1 without a result; its error:(.|\n)*nonesuch"):
+        run_forked(["numerics", "--device", "nonesuch", "--steps", "1"], timeout=120)
+    with pytest.raises(ChildFailed, match="exited with code 1(.|\n)*unknown allocator pattern"):
+        run_forked(["allocator", "--pattern", "no-such-pattern", "--device", "cpu"], timeout=120)
+    with pytest.raises(ChildFailed, match="did not finish within 1 s"):
+        run_forked(["numerics", "--device", "cpu", "--steps", "1000000"], timeout=1)
+
+
+def test_a_forked_child_gets_its_environment_and_leaves_the_worker_s_alone(monkeypatch):
+    monkeypatch.setenv("PYTORCH_CUDA_ALLOC_CONF", "from-the-worker")
+    args = ["allocator", "--pattern", "random_tensors", "--device", "cpu", "--steps", "5", "--rounds", "1", "--live", "2"]
+    assert run_forked(args, env={"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"})["alloc_conf"] == "expandable_segments:True"
+    assert run_forked(args, env={"PYTORCH_CUDA_ALLOC_CONF": None})["alloc_conf"] in (None, "")
+
+
+def test_only_the_worker_processes_that_run_forking_cases_start_a_fork_server(monkeypatch):
+    import json
+    import os
+    import subprocess
+    import sys
+
+    from collector import worker
+    from collector.runner import forks_in
+
+    assert forks_in("numerics", 0) and forks_in("concurrent_inference", 0) and forks_in("max_batch", 0)
+    assert not forks_in("numerics", 1)  # one worker process measures it
+    assert not forks_in("matmul", 0) and not forks_in("allocator", 0)  # the allocator's child is a new interpreter
+    env = {**os.environ, worker.FORK_SERVER_ENV: "1", worker.PRELOAD_ENV: ""}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "collector.worker"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, text=True
+    )
+    try:
+        line = proc.stdout.readline()
+        assert line.startswith(worker.PROTOCOL_PREFIX)
+        server = json.loads(line[len(worker.PROTOCOL_PREFIX):])["fork_server"]
+        assert isinstance(server, int) and server > 0
+        os.kill(server, 0)  # running, its imports done
+    finally:
+        proc.communicate('{"cmd": "exit"}\n', timeout=60)
+    # The worker ends its fork server before it exits: nothing of it is left to share the
+    # CPU with the next worker's first cases.
+    with pytest.raises(ProcessLookupError):
+        os.kill(server, 0)
 
 
 def test_max_batch_smoke_search_probes_in_children():

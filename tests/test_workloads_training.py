@@ -151,3 +151,29 @@ def test_compile_smoke_cases_compile_for_real():
     assert values["graph_breaks"] == [0] and values["recompiles"] == [0]
     # the compile is cold: the first step took longer than any steady-state step
     assert values["compile_time"][0] > max(values["time"])
+
+
+def test_a_model_built_again_from_the_same_seed_is_a_copy_that_leaves_the_generator_where_a_build_would():
+    import torch
+
+    from collector.workloads import _models
+
+    def build(seed: int) -> tuple[object, object]:
+        torch.manual_seed(seed)
+        model = _models.build_image_model("resnet18", 10)
+        return model, torch.randn(4)  # the generator's state after the build
+
+    _models._BUILT.clear()
+    first, after_first = build(0)
+    second, after_second = build(0)  # from the kept model
+    assert ("resnet18", 10) in _models._BUILT
+    assert torch.equal(after_first, after_second)
+    assert all(torch.equal(a, b) for a, b in zip(first.state_dict().values(), second.state_dict().values()))
+    first.fc.weight.data.zero_()  # a case that changes its model changes no other case's
+    third, _ = build(0)
+    assert not torch.equal(third.fc.weight, first.fc.weight) and torch.equal(third.fc.weight, second.fc.weight)
+    other, _ = build(1)  # another generator state: built anew, other weights
+    assert not torch.equal(other.fc.weight, second.fc.weight)
+    torch.manual_seed(1)
+    fresh = _models._build_image_model("resnet18", 10)
+    assert torch.equal(fresh.fc.weight, other.fc.weight)

@@ -88,6 +88,9 @@ class Workload:
             as ``timeout``.
         max_processes: run in at most this many worker processes (``None``: all), for
             expensive one-off measurements; what they record says so via the case rows.
+        fork_server: its cases start processes from the worker's fork server
+            (``_models.fork_context``), which a worker that will run them starts while it
+            starts, so that the server's imports overlap the other workers' start.
         title_zh, method_zh: the Chinese title and paragraph.
     """
 
@@ -99,6 +102,7 @@ class Workload:
     run: Callable[[Mapping[str, Any], Any], None]
     timeout_s: float = 600.0
     max_processes: int | None = None
+    fork_server: bool = False
     title_zh: str = ""
     method_zh: str = ""
 

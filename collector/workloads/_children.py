@@ -8,8 +8,9 @@
 * ``numerics``: a fixed-seed model trained with deterministic algorithms, reporting the loss
   at every step and a checksum of the trained model's output.
 
-Each prints one result line for ``_models.run_child``. ``concurrent_task`` is the
-multiprocessing target of the concurrent_inference workload (started from a fork server).
+Each prints one result line for ``_models.run_child``, or, forked from the worker's fork
+server (``forked_main``), sends it to ``_models.run_forked``. ``concurrent_task`` is the
+multiprocessing target of the concurrent_inference workload (started from that fork server).
 """
 
 from __future__ import annotations
@@ -254,6 +255,47 @@ def concurrent_task(index: int, spec: dict[str, Any], ready: Any, results: Any, 
         results.put((index, {"error": describe(e)}))
 
 
+# -- forked from the fork server (``_models.run_forked``) ---------------------------------------
+def forked_main(argv: list[str], env: dict[str, str | None], conn: Any) -> None:
+    """Run one mode as ``main`` would, in a process forked from the fork server.
+
+    Sends ``(None, result)`` on ``conn``, or ``(error text, None)`` and exits with code 1.
+    Sets ``env`` first, before anything touches CUDA, and dies with the fork server (which
+    ends with its worker), so a killed worker leaves no child running.
+    """
+    import os
+    import traceback
+
+    _die_with_parent()
+    for key, value in env.items():
+        if value is None:
+            os.environ.pop(key, None)
+        else:
+            os.environ[key] = value
+    try:
+        a = parse(argv)
+        result = MODES[a.mode](a)
+    except BaseException:
+        conn.send((traceback.format_exc()[-2000:].strip(), None))
+        conn.close()
+        raise SystemExit(1) from None
+    conn.send((None, result))
+    conn.close()
+
+
+def _die_with_parent() -> None:
+    """Ask Linux to SIGKILL this process when its parent ends (elsewhere, nothing)."""
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        import ctypes
+        import signal
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+
 # -- command line ----------------------------------------------------------------------------
 def parse(argv: list[str]) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="python -m collector.workloads._children")
@@ -291,10 +333,12 @@ def parse(argv: list[str]) -> argparse.Namespace:
     return p.parse_args(argv)
 
 
+MODES = {"allocator": run_allocator, "probe": run_probe, "numerics": run_numerics}
+
+
 def main(argv: list[str] | None = None) -> None:
     a = parse(sys.argv[1:] if argv is None else argv)
-    result = {"allocator": run_allocator, "probe": run_probe, "numerics": run_numerics}[a.mode](a)
-    print_result(result)
+    print_result(MODES[a.mode](a))
 
 
 if __name__ == "__main__":

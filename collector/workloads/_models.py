@@ -97,7 +97,35 @@ def require_model(ctx: Any, model: str) -> None:
 
 # -- models --------------------------------------------------------------------------------
 def build_image_model(name: str, num_classes: int) -> Any:
-    """A classifier built from code with random weights (nothing is ever downloaded)."""
+    """A classifier built from code with random weights (nothing is ever downloaded).
+
+    A worker builds the same ResNet-50 for dozens of cases, each time right after seeding
+    the generator (0.2 s on a CPU core for its random initialisation). The first build of a
+    (model, classes) is kept on the CPU with the generator's state before and after it; a
+    later build that starts from the same state gets a copy and leaves the generator where
+    building it would have, so every case sees the same weights and random numbers as if
+    it had built the model itself.
+    """
+    import copy
+
+    import torch
+
+    key = (name, num_classes)
+    before = torch.get_rng_state()
+    kept = _BUILT.get(key)
+    if kept is not None and torch.equal(kept[0], before):
+        torch.set_rng_state(kept[2])
+        return copy.deepcopy(kept[1])
+    model = _build_image_model(name, num_classes)
+    _BUILT[key] = (before, copy.deepcopy(model), torch.get_rng_state())
+    return model
+
+
+# (model, classes) -> (generator state before the build, the model as built, state after)
+_BUILT: dict[tuple[str, int], tuple[Any, Any, Any]] = {}
+
+
+def _build_image_model(name: str, num_classes: int) -> Any:
     import torch.nn as nn
 
     if name == "resnet50":
@@ -357,6 +385,82 @@ def run_child(
     how = f"was killed by signal {-proc.returncode}" if proc.returncode < 0 else f"exited with code {proc.returncode}"
     tail = (proc.stderr or proc.stdout or "").strip()[-2000:]
     raise ChildFailed(f"child {' '.join(map(str, args))} {how} without a result; its last output:\n{tail}", proc.returncode)
+
+
+# Modules the fork server imports before it forks a child: the child then starts with them
+# imported (torch._dynamo comes with the first optimizer step: seconds on a GPU host), plus
+# the model libraries the worker's cases build with (``IMAGEBENCH_PRELOAD``).
+FORK_SERVER_MODULES = ("torch", "torch._dynamo", "collector.workloads._children")
+
+
+def fork_context(*, start: bool = False) -> Any:
+    """The multiprocessing context of this worker's fork server; ``None`` where there is none.
+
+    CUDA cannot be used in a child forked from a process that has initialised it, and a
+    fresh interpreter pays the stack's imports again (numerics' child took 9.7 s on an H200
+    host for one training step, 4 s of it importing torch and torch._dynamo). A fork server
+    is a fresh process that never touches CUDA: it imports those modules once and forks
+    each child from there, so a child starts with them imported and initialises CUDA
+    itself, as a new interpreter would. ``start=True`` starts the server now, without
+    waiting for its imports (the worker does it while it starts, when its cases fork).
+    """
+    import multiprocessing
+
+    if "forkserver" not in multiprocessing.get_all_start_methods():
+        return None
+    from collector.worker import PRELOAD_ENV
+
+    extra = [m for m in os.environ.get(PRELOAD_ENV, "").split(",") if m]
+    mp = multiprocessing.get_context("forkserver")
+    mp.set_forkserver_preload([*FORK_SERVER_MODULES, *extra])  # no effect once the server runs
+    if start:
+        from multiprocessing import forkserver
+
+        forkserver.ensure_running()
+    return mp
+
+
+def run_forked(
+    args: Sequence[str], *, env: Mapping[str, str | None] | None = None, timeout: float = 600.0
+) -> dict[str, Any]:
+    """``run_child(args)`` in a process forked from the fork server (``fork_context``).
+
+    The child sets ``env`` (``None`` unsets) before it touches CUDA, runs the mode and sends
+    its result back on a pipe. A workload whose subject is read when the interpreter or its
+    CUDA allocator starts (the allocator's ``PYTORCH_CUDA_ALLOC_CONF``) keeps ``run_child``.
+    Falls back to ``run_child`` where fork servers do not exist.
+    """
+    mp = fork_context()
+    if mp is None:
+        return run_child(args, env=env, timeout=timeout)
+    from collector.workloads._children import forked_main
+
+    argv = [str(a) for a in args]
+    what = f"child {' '.join(argv)}"
+    receive, send = mp.Pipe(duplex=False)
+    proc = mp.Process(target=forked_main, args=(argv, dict(env or {}), send), daemon=True)
+    proc.start()
+    send.close()
+    try:
+        if not receive.poll(timeout):
+            raise ChildFailed(f"{what} did not finish within {timeout:.0f} s", None)
+        try:
+            error, result = receive.recv()
+        except EOFError:  # it died without a word: a signal, or os._exit
+            error, result = "", None
+        if error is None:
+            return result
+        proc.join(10)
+        code = proc.exitcode
+        how = f"was killed by signal {-code}" if code is not None and code < 0 else f"exited with code {code}"
+        tail = f"; its error:\n{error}" if error else ""
+        raise ChildFailed(f"{what} {how} without a result{tail}", code)
+    finally:
+        receive.close()
+        proc.join(10)
+        if proc.is_alive():
+            proc.kill()
+            proc.join(5)
 
 
 def print_result(result: Mapping[str, Any]) -> None:

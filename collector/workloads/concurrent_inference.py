@@ -7,7 +7,7 @@ import time
 from typing import Any, Mapping
 
 from collector.workloads import DeviceInfo, Workload
-from collector.workloads._models import at_least, require, tier
+from collector.workloads._models import at_least, fork_context, require, tier
 
 WINDOW_S = 0.5  # throughput is summed over all tasks per window of this length
 READY_TIMEOUT_S = 300.0  # a task builds its model and warms up (the first also waits for the fork server's imports)
@@ -29,27 +29,17 @@ def cases(suite: str, device: DeviceInfo) -> list[dict[str, Any]]:
     return out
 
 
-# What a task imports before it builds its model: preloaded once per worker by the fork server.
-TASK_MODULES = ["torch", "torchvision", "collector.workloads._children"]
-
-
 def task_context() -> Any:
-    """The multiprocessing context that starts the tasks: a fork server where there is one.
+    """The multiprocessing context that starts the tasks: the worker's fork server where there is one.
 
-    CUDA cannot be used in a child forked from a process that has initialised it, so the
-    tasks were spawned, each importing torch and torchvision anew: seconds per task, paid
-    again in every case. A fork server is a fresh process that has never touched CUDA; it
-    imports those modules once (on the worker's first case) and forks each task from
-    there, so a task starts with them imported and initialises CUDA itself, as a spawned
-    one would. Falls back to spawn where fork servers do not exist.
+    Spawned tasks each imported torch and torchvision anew: seconds per task, paid again in
+    every case. Forked from the fork server (``_models.fork_context``), a task starts with
+    them imported and initialises CUDA itself, as a spawned one would. Falls back to spawn
+    where fork servers do not exist.
     """
     import multiprocessing
 
-    if "forkserver" not in multiprocessing.get_all_start_methods():
-        return multiprocessing.get_context("spawn")
-    mp = multiprocessing.get_context("forkserver")
-    mp.set_forkserver_preload(TASK_MODULES)
-    return mp
+    return fork_context() or multiprocessing.get_context("spawn")
 
 
 def run(params: Mapping[str, Any], ctx: Any) -> None:
@@ -169,6 +159,7 @@ WORKLOAD = Workload(
     run=run,
     timeout_s=600.0,
     max_processes=1,  # each case spawns up to six processes; the 0.5 s windows are its samples
+    fork_server=True,
     title_zh="同一设备上的并发推理任务",
     method_zh=(
         "同时运行 2、4、6 个推理任务，每个任务是一个独立进程（multiprocessing，从一个已导入 torch 与"

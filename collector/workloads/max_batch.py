@@ -6,7 +6,7 @@ import math
 from typing import Any, Callable, Mapping
 
 from collector.workloads import DeviceInfo, Workload
-from collector.workloads._models import ChildFailed, at_least, require_model, run_child, tier
+from collector.workloads._models import ChildFailed, at_least, require_model, run_forked, tier
 
 
 def cases(suite: str, device: DeviceInfo) -> list[dict[str, Any]]:
@@ -142,7 +142,7 @@ def run(params: Mapping[str, Any], ctx: Any) -> None:
 
     def fits(batch: int) -> bool:
         try:
-            result = run_child(base + ["--batch", str(batch)], timeout=600)
+            result = run_forked(base + ["--batch", str(batch)], timeout=600)
         except ChildFailed as e:
             # A child killed outright (the driver or the kernel's OOM killer) counts as not fitting.
             deaths.append(f"batch {batch}: {str(e).splitlines()[0]}")
@@ -203,6 +203,7 @@ WORKLOAD = Workload(
     run=run,
     timeout_s=1500.0,
     max_processes=1,
+    fork_server=True,
     title_zh="不发生显存溢出的最大训练批大小",
     method_zh=(
         "对 ResNet-50（224x224，FP32，channels_last，带动量的 SGD）和 "

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from collector.workloads import DeviceInfo, Workload
-from collector.workloads._models import check_precision, run_child, tier
+from collector.workloads._models import check_precision, run_forked, tier
 
 STEPS = {"tiny": 5, "small": 20, "quick": 50, "standard": 100, "full": 200}
 
@@ -31,7 +31,7 @@ def run(params: Mapping[str, Any], ctx: Any) -> None:
     ]  # fmt: skip
     # cuBLAS needs a fixed workspace layout to be deterministic; a child keeps the worker's own
     # settings (and torch.use_deterministic_algorithms) untouched.
-    result = run_child(args, env={"CUBLAS_WORKSPACE_CONFIG": ":4096:8"}, timeout=600)
+    result = run_forked(args, env={"CUBLAS_WORKSPACE_CONFIG": ":4096:8"}, timeout=600)
     ctx.record("loss", result["losses"])
     ctx.record("checksum", [result["checksum"]])
 
@@ -57,6 +57,7 @@ WORKLOAD = Workload(
     run=run,
     timeout_s=600.0,
     max_processes=1,
+    fork_server=True,
     title_zh="数值漂移：固定种子训练的损失与输出校验和",
     method_zh=(
         "一个小 CNN（两个 conv-BatchNorm-ReLU 块、空间均值和一个线性头）在 CPU "
