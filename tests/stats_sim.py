@@ -139,7 +139,7 @@ def analyse(art: Articles, *, noise: float = 0.01, alpha: float = 0.05, moderate
             pr = np.broadcast_to(np.arange(K)[:, None, None], (K, Rp, P)).ravel()
             pg = np.broadcast_to(np.arange(Rp)[None, :, None], (K, Rp, P)).ravel()
             q = art.pool[a]
-            qz = (q - q.mean(axis=(1, 2), keepdims=True)).mean(axis=0)  # (Rp, P)
+            qz = np.median(q - q.mean(axis=(1, 2), keepdims=True), axis=0)  # (Rp, P): the lenders' robust shared effect
             pow_ = compute_oneway((q - qz[None]).ravel(), pr, np.zeros_like(pr), pg, n_rows=K, n_sides=1)
             qsh = compute_oneway(qz.ravel(), np.zeros(qz.size, int), np.zeros(qz.size, int), np.repeat(np.arange(Rp), P),
                                  n_rows=1, n_sides=1)

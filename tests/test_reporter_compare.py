@@ -268,6 +268,28 @@ def test_reference_aa_single_process_is_never_a_verdict(tmp_path, reference_aa):
         assert rows["ratio"].notna().all() and rows["ci_low"].isna().all()
 
 
+def test_a_lender_run_in_which_a_few_rows_moved_widens_those_rows_only(tmp_path):
+    """A lender run where two short kernels read 1.6x slower (an older timer, say) and the
+    rest did not: the run-to-run variance it lends is large for those two rows and small for
+    the others. Taking its shared effect as the mean over rows spread the two rows' jump
+    over every row, and an H200 A/A article read +-20% on rows that move 1% between runs."""
+    rng = np.random.default_rng(11)
+    cases = [f"matmul[n={n}]" for n in (256, 512, 1024, 2048, 4096, 8192, 16384, 32768)]
+
+    def procs(level, moved=()):
+        return {c: [list(level * (1.6 if c in moved else 1.0) * np.exp(rng.normal(0, 0.003, 20)))
+                    for _ in range(3)] for c in cases}
+
+    for i in range(4):
+        write_run(tmp_path, "stack", procs(1e-3 * np.exp(rng.normal(0, 0.003)), cases[:2] if i == 3 else ()), run_id=run_id(i))
+    result = compare_labels(load_archive(tmp_path), f"stack@{run_id(0)}", f"stack@{run_id(1)}")
+    rows = result.rows[(result.rows["metric"] == "time") & result.rows["case_id"].isin(cases)].set_index("case_id")
+    half = np.log(rows["ci_high"] / rows["ci_low"]) / 2
+    assert not rows["verdict"].isin([VERDICT_BETTER, VERDICT_WORSE]).any()
+    assert (half[cases[2:]] < 0.05).all(), half.tolist()
+    assert (half[cases[:2]] > 0.1).all(), half.tolist()  # where runs did move, the interval says so
+
+
 def test_run_level_variance_is_borrowed_within_one_timing_method_only(tmp_path):
     """One run a side borrows the run-to-run variance from labels with several runs on the
     device, but only from runs recorded with the same timing method: two runs of another
