@@ -430,54 +430,12 @@ def build_site(
     runs_of: dict[str, list[tuple[str, Any]]] = {}  # per label, its runs' ids and fingerprints
     for run_id, label in sorted(zip(archive.runs["run_id"].astype(str), archive.runs["label"].astype(str))):
         runs_of.setdefault(label, []).append((run_id, run_fps[run_id]))
-    try:
-        for page_lang in languages:  # every page in every language, at one path under the language's folder
-            prefix = language_prefix(page_lang, site_lang)
-            t = _messages(page_lang)
-            lang_reports = reports[page_lang]
-            for lang, data, article_key in articles:
-                if lang == page_lang:
-                    pages.append(_Page(prefix + data.page, "article.md.j2", partial(ArticleView, data, t), page_lang, data,
-                                       key=compute_key("page", prefix + data.page, article_key, page_lang)))
-            pages.append(_Page(prefix + "reports/index.md", "reports_index.md.j2",
-                               reports_index_view(lang_reports, archive=archive, chosen_by=selection.chosen_by,
-                                                  config_name=config.source.name if config.source else None,
-                                                  skipped=skipped, t=t), page_lang))
-            pages.append(_Page(prefix + "runs/index.md", "runs_index.md.j2",
-                               runs_index_view(archive, selection.classes, t), page_lang))
-            report_key = [(r["title"], r["page"], r["baseline"], r["candidate"]) for r in lang_reports]
-            for label in archive.labels():
-                path = prefix + label_page(label)
-                pages.append(_Page(path, "runs_label.md.j2", partial(label_view, archive, label, lang_reports, t), page_lang,
-                                   key=compute_key("page", path, page_lang, runs_of[label], report_key)))
-            for (label, run_id), make in run_views(archive, t, run_summaries, lazy=True).items():
-                path = prefix + run_page(label, run_id)
-                pages.append(_Page(path, "run.md.j2", make, page_lang,
-                                   key=compute_key("page", path, page_lang, run_id, run_fps[run_id])))
-            trends_key = compute_key("trends", prefix, page_lang, archive_key, workload_key,
-                                     [(c.name, c.labels, sorted(c.run_ids)) for c in selection.classes],
-                                     sorted((d, sorted(n)) for d, n in neighbours.items()))
-            trend_pages = _cached_pages(trends_key)
-            if trend_pages is None:
-                checked.add(trends_key)
-                trends_index, trend_families = trends_views(trend_inputs, workloads, t, [0])
-                trend_pages = [_Page(prefix + "trends/index.md", "trends_index.md.j2", trends_index, page_lang, key=trends_key)]
-                trend_pages += [_Page(prefix + f"trends/{family}.md", "trends_family.md.j2", view, page_lang, key=trends_key)
-                                for family, view in trend_families.items()]
-            pages += trend_pages
-            families_shown = [p.path[len(prefix + "trends/"):].removesuffix(".md") for p in trend_pages[1:]]
-            pages.append(_Page(prefix + "methodology.md", "methodology.md.j2", methodology_view(workloads, t), page_lang))
-            if prefix or not home.exists() or _is_generated_file(home):
-                pages.append(_Page(prefix + "index.md", "home.md.j2", home_view(lang_reports, t), page_lang))
-            navs[page_lang] = site_nav({k: t.plain(f"nav.{k}") for k in ("reports", "runs", "trends", "methodology")},
-                                       [r["page"] for r in lang_reports], [label_page(label) for label in archive.labels()],
-                                       [f"trends/{f}.md" for f in families_shown])
+    fresh: list[tuple[_Page, int]] = []  # pages rendered now, with the number of charts each submitted
+
+    def render(batch: list[_Page]) -> None:
         # Each chart is an SVG file beside its page (charts/<page>-<id>.svg), shown as an image
         # (Markdown and the search index then never parse an SVG's thousands of elements).
-        fresh: list[tuple[_Page, int]] = []  # pages rendered now, with the number of charts each submitted
-        # Articles (in every language) first: their charts, most of the rendering, then keep
-        # the chart processes busy while the other pages are viewed.
-        for page in sorted(pages, key=lambda p: p.template != "article.md.j2"):
+        for page in batch:
             if page.text is not None:
                 continue
             if page.key is not None and page.key not in checked:
@@ -493,6 +451,60 @@ def build_site(
             page.text = render_page(page.template, view, page.lang, marker=GENERATED_MARKER, data=page.data)
             page.charts = [(c.href, "") for c in charts]
             fresh.append((page, len(charts)))
+
+    try:
+        # Articles (in every language) first: their charts, most of the rendering, then keep
+        # the chart processes busy while the other pages are viewed (trends first of all).
+        by_lang: dict[str, list[_Page]] = {}
+        for page_lang in languages:
+            prefix = language_prefix(page_lang, site_lang)
+            by_lang[page_lang] = [
+                _Page(prefix + data.page, "article.md.j2", partial(ArticleView, data, _messages(page_lang)), page_lang, data,
+                      key=compute_key("page", prefix + data.page, article_key, page_lang))
+                for lang, data, article_key in articles if lang == page_lang]
+            pages.extend(by_lang[page_lang])
+        render(pages)
+        for page_lang in languages:  # every page in every language, at one path under the language's folder
+            prefix = language_prefix(page_lang, site_lang)
+            t = _messages(page_lang)
+            lang_reports = reports[page_lang]
+            lang_pages = by_lang[page_lang]
+            lang_pages.append(_Page(prefix + "reports/index.md", "reports_index.md.j2",
+                                    reports_index_view(lang_reports, archive=archive, chosen_by=selection.chosen_by,
+                                                       config_name=config.source.name if config.source else None,
+                                                       skipped=skipped, t=t), page_lang))
+            lang_pages.append(_Page(prefix + "runs/index.md", "runs_index.md.j2",
+                                    runs_index_view(archive, selection.classes, t), page_lang))
+            report_key = [(r["title"], r["page"], r["baseline"], r["candidate"]) for r in lang_reports]
+            for label in archive.labels():
+                path = prefix + label_page(label)
+                lang_pages.append(_Page(path, "runs_label.md.j2", partial(label_view, archive, label, lang_reports, t),
+                                        page_lang, key=compute_key("page", path, page_lang, runs_of[label], report_key)))
+            for (label, run_id), make in run_views(archive, t, run_summaries, lazy=True).items():
+                path = prefix + run_page(label, run_id)
+                lang_pages.append(_Page(path, "run.md.j2", make, page_lang,
+                                        key=compute_key("page", path, page_lang, run_id, run_fps[run_id])))
+            trends_key = compute_key("trends", prefix, page_lang, archive_key, workload_key,
+                                     [(c.name, c.labels, sorted(c.run_ids)) for c in selection.classes],
+                                     sorted((d, sorted(n)) for d, n in neighbours.items()))
+            trend_pages = _cached_pages(trends_key)
+            if trend_pages is None:
+                checked.add(trends_key)
+                trends_index, trend_families = trends_views(trend_inputs, workloads, t, [0])
+                trend_pages = [_Page(prefix + "trends/index.md", "trends_index.md.j2", trends_index, page_lang, key=trends_key)]
+                trend_pages += [_Page(prefix + f"trends/{family}.md", "trends_family.md.j2", view, page_lang, key=trends_key)
+                                for family, view in trend_families.items()]
+            lang_pages += trend_pages
+            families_shown = [p.path[len(prefix + "trends/"):].removesuffix(".md") for p in trend_pages[1:]]
+            lang_pages.append(_Page(prefix + "methodology.md", "methodology.md.j2", methodology_view(workloads, t), page_lang))
+            if prefix or not home.exists() or _is_generated_file(home):
+                lang_pages.append(_Page(prefix + "index.md", "home.md.j2", home_view(lang_reports, t), page_lang))
+            navs[page_lang] = site_nav({k: t.plain(f"nav.{k}") for k in ("reports", "runs", "trends", "methodology")},
+                                       [r["page"] for r in lang_reports], [label_page(label) for label in archive.labels()],
+                                       [f"trends/{f}.md" for f in families_shown])
+        # In the order of the languages, each language's articles first.
+        pages[:] = [p for x in languages for p in by_lang[x]]
+        render(pages)
         timings["views"], clock = time.perf_counter() - clock, time.perf_counter()
         svgs = iter(renderer.results())
     finally:

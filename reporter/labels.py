@@ -158,6 +158,17 @@ def case_label(t: Catalogue, workload: str, params: str | Mapping[str, Any] | No
     ``omit`` leaves out parameters a heading already names; ``with_workload`` starts the
     label with the workload's short name where its parameters alone do not say what ran.
     """
+    if isinstance(params, str) or params is None:  # as recorded: the same text, the same label
+        key = (workload, params, tuple(sorted(omit)), with_workload)
+        known = t.__dict__.setdefault("_case_labels", {})
+        if key not in known:
+            known[key] = _case_label(t, workload, params, omit=key[2], with_workload=with_workload)
+        return known[key]
+    return _case_label(t, workload, params, omit=omit, with_workload=with_workload)
+
+
+def _case_label(t: Catalogue, workload: str, params: str | Mapping[str, Any] | None, *,
+                omit: Iterable[str] = (), with_workload: bool = False) -> str:
     p = params_of(params)
     skip = set(omit) | QUIET_PARAMS
     parts = [_part(t, workload, k, p[k], p) for k in _keys(workload, p) if k not in skip]

@@ -34,9 +34,17 @@ class Catalogue:
         self.lang = lang
         self._own = load_messages(lang)
         self._fallback = load_messages("en") if lang != "en" else self._own
+        self._found: dict[str, Any] = {}  # key -> its value, looked up once (a site asks for some 100,000)
 
     def raw(self, key: str) -> Any:
         """The stored value (a string, a list or a table) at ``key``."""
+        try:
+            return self._found[key]
+        except KeyError:
+            found = self._found[key] = self._lookup(key)
+            return found
+
+    def _lookup(self, key: str) -> Any:
         for table in (self._own, self._fallback):
             node: Any = table
             for part in key.split("."):
@@ -56,6 +64,8 @@ class Catalogue:
         message = self.raw(key)
         if not isinstance(message, str):
             return key
+        if not values and "{" not in message and "}" not in message:
+            return message  # nothing to fill in or unescape
         return SafeFormatter().vformat(message, (), {k: str(v) for k, v in values.items()})
 
 

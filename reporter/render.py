@@ -55,6 +55,8 @@ _MD_SPECIAL = {
 }
 _MD_SPECIAL_RE = re.compile("[" + re.escape("".join(_MD_SPECIAL)) + "]")
 _CONTROL_RE = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+# Text with no Markdown or HTML syntax character, no control character and no line break.
+_PLAIN_RE = re.compile("[^" + re.escape("".join(_MD_SPECIAL)) + r"\x00-\x1f\x7f]*")
 
 
 def md_escape(value: Any) -> Markup:
@@ -67,6 +69,8 @@ def md_escape(value: Any) -> Markup:
     if isinstance(value, Markup):
         return value
     text = "" if value is None else str(value)
+    if _PLAIN_RE.fullmatch(text):  # most values: nothing to escape, drop or break
+        return Markup(text)
     text = _CONTROL_RE.sub("", text.replace("\r\n", "\n").replace("\r", "\n"))
     text = _MD_SPECIAL_RE.sub(lambda m: _MD_SPECIAL[m.group(0)], text)
     # A leading space or a run of spaces is harmless; keep lines apart as <br>.
