@@ -98,6 +98,8 @@ SUMMARY_COLUMNS = (
 )
 WORK_COLUMNS = ("flops", "bytes", "items", "items_unit")
 SIDES = ("baseline", "candidate")
+# Units of measured quantities (times, rates, utilisation): two equal values are a coincidence.
+MEASURED_UNITS = ("s", "items/s", "%")
 
 
 @dataclass(frozen=True)
@@ -545,7 +547,8 @@ def compare_labels(
     Rows with fewer than two processes on a side (two rounds when paired) get the
     estimate and ``Verdict.TOO_FEW``, never better/worse. Rows where every sample of each
     side has one value (counts, sizes) are deterministic: ``changed`` or ``unchanged``,
-    no CI. Rows with zero or negative values that vary have no ratio: ``inconclusive``.
+    no CI; a time, rate or utilisation (``MEASURED_UNITS``) only when each side has two
+    or more samples, so a single cold compile a side is too few, not ``changed``. Rows with zero or negative values that vary have no ratio: ``inconclusive``.
     ``single_band`` flags a row with no significant difference whose CI still reaches
     beyond ±``single_band`` (``NoteCode.TOO_NOISY``).
 
@@ -839,7 +842,11 @@ def _compare_rows(
         ).reindex(range(n))
         facts[name]["median"] = _pooled_medians(side, keys)
     fb, fc = facts["b"], facts["c"]
-    deterministic = ((fb["vmin"] == fb["vmax"]) & (fc["vmin"] == fc["vmax"])).to_numpy()
+    # A time, rate or utilisation recorded once on a side (one process, one sample: a cold
+    # compile) is one draw of a measurement, not a fixed quantity: tested like the others
+    # (and then too few), never called changed on two draws.
+    single_draw = (info["unit"].isin(MEASURED_UNITS) & ((fb["n_samples"] < 2) | (fc["n_samples"] < 2))).to_numpy()
+    deterministic = ((fb["vmin"] == fb["vmax"]) & (fc["vmin"] == fc["vmax"])).to_numpy() & ~single_draw
     nonpositive = ((fb["umin"] <= 0) | (fc["umin"] <= 0) | (fb["vmin"] <= 0) | (fc["vmin"] <= 0)).to_numpy() & ~deterministic
     testable = ~deterministic & ~nonpositive
 

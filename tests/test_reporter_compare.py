@@ -145,6 +145,31 @@ def test_edge_values_zero_identical_and_single_process(tmp_path):
     assert single.notes[0].code == NoteCode.TOO_FEW_UNITS and single.processes_needed >= 2
 
 
+def test_a_time_recorded_once_a_side_is_too_few_not_changed(tmp_path):
+    # One cold compile a side (one process, one sample): two draws of a measurement. A count
+    # recorded once a side is still compared for equality.
+    root = tmp_path / "runs"
+    for i, label in enumerate(("x", "y")):
+        write_run(
+            root, label,
+            {"compile[model=m]": [[1.0e-3, 1.1e-3, 0.9e-3]] * 3},
+            extra_metrics={
+                "compile_time": {"compile[model=m]": [[40.0 if label == "x" else 43.0]]},
+                "graph_breaks": {"compile[model=m]": [[0 if label == "x" else 1]]},
+                "peak_allocated": {"compile[model=m]": [[2.0e9]]},
+            },
+            run_id=run_id(i),
+        )
+    rows = compare_labels(load_archive(root), "x", "y").rows.set_index(["case_id", "metric"])
+    compile_time = rows.loc[("compile[model=m]", "compile_time")]
+    assert compile_time.verdict == Verdict.TOO_FEW.value and compile_time.analysis == Analysis.ESTIMATE.value
+    assert compile_time.ratio == pytest.approx(40.0 / 43.0, rel=1e-9)
+    breaks = rows.loc[("compile[model=m]", "graph_breaks")]
+    assert (breaks.verdict, breaks.analysis) == (Verdict.CHANGED.value, Analysis.DETERMINISTIC.value)
+    peak = rows.loc[("compile[model=m]", "peak_allocated")]
+    assert (peak.ratio, peak.verdict) == (1.0, Verdict.UNCHANGED.value)
+
+
 def test_varying_zero_values_have_no_ratio(tmp_path):
     root = tmp_path / "runs"
     for i, label in enumerate(("x", "y")):
