@@ -257,10 +257,56 @@ print(json.dumps({"fonts": fonts, "chinese": chinese_font_file(), "env": os.envi
     if got["chinese"]:
         assert got["fonts"].endswith(os.path.basename(got["chinese"]))
         (folder,) = re.findall(r"<dir>(.*)</dir>", text)
-        assert [p.resolve() for p in Path(folder).iterdir()] == [Path(got["chinese"]).resolve()]
+        (held,) = Path(folder).iterdir()
+        if Path(got["chinese"]).read_bytes()[:4] == b"ttcf":  # a collection: the face fontconfig picks, apart
+            assert not held.is_symlink() and held.suffix == ".ttf" and held.read_bytes()[:4] != b"ttcf"
+        else:
+            assert held.resolve() == Path(got["chinese"]).resolve()
     else:
         assert "<dir>" not in text  # no Chinese font: vl-convert's Latin font alone
     # The legend entry is a 16 px symbol, then the label: 89 px in Liberation Sans at 10 px
     # (103 px in DejaVu Sans, the sans-serif of many Linux systems).
     width = float(re.search(r'role-legend-entry.*?d="M0,0h0v0h0Z".*?d="M0,0h([\d.]+)v', got["svg"], re.S).group(1))
     assert 85 < width - 16 < 95
+
+
+def test_a_face_of_a_font_collection_becomes_a_font_of_its_own(tmp_path) -> None:
+    """Two faces sharing a table, packed as a collection the OpenType way: each face comes out as its
+    table directory and its tables, at new aligned offsets, checksums kept."""
+    import struct
+
+    from reporter.charts import _collection_faces
+
+    shared, own = b"glyf-shared-data", [b"name-zero", b"name-one!!"]
+    faces_tables = [{b"glyf": shared, b"name": own[0]}, {b"glyf": shared, b"name": own[1]}]
+    # Layout: header (12 + 4 * 2), two directories (12 + 16 * 2 each), then the table data.
+    head = 12 + 4 * 2
+    dirs = [head, head + 44]
+    data_at = head + 88
+    blobs, where = bytearray(), {}
+    for blob in (shared, *own):
+        where[blob] = data_at + len(blobs)
+        blobs += blob + b"\0" * (-len(blob) % 4)
+    out = bytearray(b"ttcf" + struct.pack(">II", 0x00010000, 2) + struct.pack(">2I", *dirs))
+    for tables in faces_tables:
+        out += struct.pack(">IHHHH", 0x00010000, len(tables), 32, 1, 0)
+        for tag, blob in sorted(tables.items()):
+            out += struct.pack(">4sIII", tag, 0x1234, where[blob], len(blob))
+    out += blobs
+    path = tmp_path / "pair.ttc"
+    path.write_bytes(bytes(out))
+    faces = _collection_faces(path)
+    assert faces is not None and len(faces) == 2
+    for face, tables in zip(faces, faces_tables):
+        version, n = struct.unpack_from(">IH", face, 0)
+        assert (version, n) == (0x00010000, 2)
+        for i in range(n):
+            tag, checksum, at, length = struct.unpack_from(">4sIII", face, 12 + 16 * i)
+            assert checksum == 0x1234 and at % 4 == 0
+            assert face[at:at + length] == tables[tag]
+    plain = tmp_path / "one.ttf"
+    plain.write_bytes(faces[0])
+    assert _collection_faces(plain) is None  # not a collection: used as it is
+    broken = tmp_path / "broken.ttc"
+    broken.write_bytes(bytes(out[:60]))
+    assert _collection_faces(broken) is None  # cut short: used as it is, never half read
