@@ -6,11 +6,15 @@ to leave every figure as it was (``tests/test_shipped_comparisons.py``).
 
 The figures must come from the reference reporter, not the one under test: commit 0663d09
 (run-level variance borrowed within a timing method), the last before the columnar loading,
-summary cache and incremental build. When runs are added, recompute them with that reporter
-over the new archive:
+summary cache and incremental build, with the statistical model's deliberate changes since
+applied to it (``reference_model_changes.patch``: the borrow pool's key, a lending run's
+common shift as its median over the rows, a time recorded once a side is too few). When runs
+are added or the model changes (extend the patch), recompute them with that reporter over the
+new archive:
 
-    git worktree add /tmp/ref 0663d09 && rm -rf /tmp/ref/runs /tmp/ref/imagebench.toml
-    cp -r runs imagebench.toml /tmp/ref/ && (cd /tmp/ref && PYTHONPATH=. python tests/data/make_shipped_comparisons.py)
+    git worktree add /tmp/ref 0663d09 && git -C /tmp/ref apply "$PWD/tests/data/reference_model_changes.patch"
+    rm -rf /tmp/ref/runs /tmp/ref/imagebench.toml && cp -r runs imagebench.toml /tmp/ref/
+    (cd /tmp/ref && PYTHONPATH=. python tests/data/make_shipped_comparisons.py)
     cp /tmp/ref/tests/data/shipped_comparisons.json tests/data/
 """
 
