@@ -559,7 +559,8 @@ def _fontconfig_file(font: str | None, index: int = 0) -> Path | None:
         folder = base / name
         conf = folder / "fonts.conf"
         try:
-            if conf.is_file():
+            held = [folder / "font" / Path(font).name, folder / "font" / f"{Path(font).stem}-{index}.ttf"] if font else []
+            if conf.is_file() and (not held or any(h.exists() for h in held)):
                 return conf
             (folder / "font").mkdir(parents=True, exist_ok=True)
             dirs = ""
