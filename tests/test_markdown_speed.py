@@ -50,6 +50,8 @@ SNIPPETS = [
     '<div class="ib-table" markdown>\n\n| a | b |\n|---|---|\n| x_y | 2 |\n\n</div>',
     "# Heading with *emphasis*\n\n## Plain heading\n\ntext",
     "矩阵乘法 n=4096, 中位时间 1.2 ms（95% 置信区间）",
+    "1.02× [0.99, 1.05], [not a link] (x), [undefined][nowhere], ![no image][nowhere]",
+    "[a] [b][a] ![c][a] 1.02× [0.99, 1.05]\n\n[a]: http://example.invalid/",
 ]
 
 
@@ -93,6 +95,11 @@ def test_plain_text_skips_the_patterns() -> None:
         pattern.compiled_re = _Spy(original, tried)
     md.convert("| a | b |\n|---|---|\n| 1.23 ms | 0.98x |")
     assert tried == []
+    md.convert("| ratio [95% CI] | b |\n|---|---|\n| 0.98x [0.95, 1.01] | [1.2 ms, 1.3 ms] |")
+    assert tried == []  # a bracket is not a link, nor a reference on a page that defines none
+    md.convert("0.98x [0.95, 1.01]\n\n[0.95, 1.01]: http://example.invalid/")
+    assert tried  # ... but may be a reference where one is defined
+    tried.clear()
     md.convert("| a | b |\n|---|---|\n| *x* | 2 |")
     assert any(re.search(r"\*", t) for t in tried)
 
