@@ -256,8 +256,12 @@ print(json.dumps({"fonts": fonts, "chinese": chinese_font_file(), "env": os.envi
     text = confs[0].read_text(encoding="utf-8")
     if got["chinese"]:
         assert got["fonts"].endswith(os.path.basename(got["chinese"]))
-        (folder,) = re.findall(r"<dir>(.*)</dir>", text)
+        *subset, folder = re.findall(r"<dir>(.*)</dir>", text)
         (held,) = Path(folder).iterdir()
+        if subset:  # first, so a character found in it is measured from a file of 0.3 MB, not 4.6
+            (cut,) = subset
+            (cut,) = Path(cut).iterdir()
+            assert cut.stat().st_size < held.stat().st_size
         if Path(got["chinese"]).read_bytes()[:4] == b"ttcf":  # a collection: the face fontconfig picks, apart
             assert not held.is_symlink() and held.suffix == ".ttf" and held.read_bytes()[:4] != b"ttcf"
         else:
@@ -268,6 +272,63 @@ print(json.dumps({"fonts": fonts, "chinese": chinese_font_file(), "env": os.envi
     # (103 px in DejaVu Sans, the sans-serif of many Linux systems).
     width = float(re.search(r'role-legend-entry.*?d="M0,0h0v0h0Z".*?d="M0,0h([\d.]+)v', got["svg"], re.S).group(1))
     assert 85 < width - 16 < 95
+
+
+def test_the_cut_down_chinese_face_measures_as_the_whole_face(tmp_path) -> None:
+    """A label of catalog characters, of symbols the reporter writes itself (³, µ, ×) and of rare
+    characters the cut-down face lacks comes out the same from the cut-down face listed first as
+    from the whole face alone: the same SVG, byte for byte."""
+    import json
+    import subprocess
+    import sys
+
+    pytest.importorskip("fontTools")
+    from reporter.charts import chinese_font_face
+
+    if chinese_font_face() is None:
+        pytest.skip("no Chinese font installed")
+    code = """
+import json, sys
+from pathlib import Path
+import reporter.charts as charts
+if sys.argv[1] == "whole":
+    conf = charts._fontconfig_file(*charts.chinese_font_face())
+    text = conf.read_text(encoding="utf-8")
+    dirs = charts.re.findall(r"<dir>(.*)</dir>", text)
+    whole = conf.with_name("whole.conf")
+    whole.write_text(text.replace(f"  <dir>{dirs[0]}</dir>\\n", "") if len(dirs) > 1 else text, encoding="utf-8")
+    charts._fontconfig_file = lambda font, index=0: whole
+labels = ["矩阵乘法 1024³ bf16", "卷积 16×64×224² µs ≥ 2%", "龘靐齉爨 骉（罕见）猋", "吞吐量：样本/秒"]
+spec = {"data": {"values": [{"a": a, "v": i} for i, a in enumerate(labels)]}, "mark": "bar",
+        "encoding": {"y": {"field": "a", "type": "nominal", "axis": {"labelLimit": 0}}, "x": {"field": "v", "type": "quantitative"},
+                     "color": {"field": "a", "type": "nominal", "legend": {"labelLimit": 0}}},
+        "config": {"aria": False}}
+print(json.dumps({"svg": charts.render_svg(spec), "fonts": charts.chart_fonts()}))
+"""
+    env = {**os.environ, "IMAGEBENCH_CACHE": str(tmp_path)}
+    got = {}
+    for how in ("cut", "whole"):
+        out = subprocess.run([sys.executable, "-c", code, how], capture_output=True, text=True, env=env, check=True, cwd=ROOT)
+        got[how] = json.loads(out.stdout)["svg"]
+    (conf,) = tmp_path.glob("fonts/*/fonts.conf")
+    assert len(re.findall(r"<dir>", conf.read_text(encoding="utf-8"))) == 2  # the cut-down face, then the whole
+    assert "矩阵乘法" in got["cut"] and got["cut"] == got["whole"]
+
+
+def test_without_fonttools_the_whole_face_alone_serves(tmp_path, monkeypatch) -> None:
+    """No fontTools (or a face it cannot read): the fontconfig file lists the whole face alone."""
+    import sys
+
+    from reporter import charts
+
+    font = tmp_path / "plain.ttf"
+    font.write_bytes(b"\0\1\0\0" + b"\0" * 60)  # not a collection: linked as it is
+    assert charts._subset_face(font, "汉") is None  # unreadable as a font: the subsetter gives up cleanly
+    monkeypatch.setenv("IMAGEBENCH_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setitem(sys.modules, "fontTools", None)  # import fontTools raises ImportError
+    conf = charts._fontconfig_file(str(font))
+    (folder,) = re.findall(r"<dir>(.*)</dir>", conf.read_text(encoding="utf-8"))
+    assert [p.name for p in Path(folder).iterdir()] == ["plain.ttf"]
 
 
 def test_a_face_of_a_font_collection_becomes_a_font_of_its_own(tmp_path) -> None:
