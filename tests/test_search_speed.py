@@ -1,0 +1,131 @@
+"""reporter.search_speed: Material's search index, the same from the faster parser and the memoised jieba."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import markdown
+import pytest
+import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+plugin = pytest.importorskip("material.plugins.search.plugin")
+
+from reporter.search_speed import KNOWN_PARSERS, MemoJieba, install, parser_fingerprint, tag_counting_parser  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+GOLDEN = ROOT / "tests" / "data" / "golden_site"
+FAST = tag_counting_parser(plugin)
+
+
+def _sections(parser_type: type, html: str) -> list[tuple]:
+    parser = parser_type()
+    parser.feed(html)
+    parser.close()
+    return [(s.el.tag, s.id, s.depth, tuple(s.title), tuple(s.text), s.is_excluded()) for s in parser.data]
+
+
+def _same(html: str) -> None:
+    assert _sections(FAST, html) == _sections(plugin.Parser, html), html
+
+
+def test_the_installed_material_is_one_the_parser_was_written_for() -> None:
+    # A new Material changes this hash: check its Parser against TagCountingParser, then add it.
+    assert parser_fingerprint(plugin) in KNOWN_PARSERS
+
+
+def test_the_site_pages_parse_into_the_same_sections() -> None:
+    config = yaml.safe_load((ROOT / "mkdocs.yml").read_text(encoding="utf-8"))
+    extensions = [next(iter(e)) if isinstance(e, dict) else e for e in config["markdown_extensions"]]
+    pages = sorted(GOLDEN.rglob("*.md"))
+    assert len(pages) > 20
+    for page in pages:
+        _same(markdown.Markdown(extensions=extensions).convert(page.read_text(encoding="utf-8")))
+
+
+EDGE_CASES = [
+    # an excluded block: Material skips every element of its tag while it is open
+    '<div data-search-exclude><p>x</p><div><p>y</p></div></div><p>z</p><div><p>after</p></div>',
+    '<h2 id="a">T <code>c</code><a class="headerlink" href="#a">¶</a></h2><pre><code>a\n  b\n\n c</code></pre><p> </p><p>q</p>',
+    '<script>var a = "<p>";</script><h1 id="t">A <code>b</code></h1><div class="linenodiv"><p>1</p></div><ul><li></li><li>w</li></ul>',
+    '<p>a</p></div><p>b<br>c</p><h3>no id</h3><div><h2 id="n">nested</h2>text</div>after<h2 id="m">m</h2>',
+    '<table><tr><td>矩阵乘法 1024</td><td> </td><td>\n</td></tr></table><p><sub>2</sub> &amp; &lt;x&gt;</p>',
+    'preface <em>text</em><h1 id="x">x</h1><h1 id="y">y<h2 id="z">z</h2></h1>',
+]
+
+
+def test_edge_cases_parse_into_the_same_sections() -> None:
+    for html in EDGE_CASES:
+        _same(html)
+
+
+TAGS = ["p", "div", "h1", "h2", "h3", "a", "code", "pre", "li", "ul", "td", "tr", "table", "script", "br", "img", "sub"]
+ATTRS = ["", ' id="s"', ' id="t"', " data-search-exclude", ' class="headerlink"', ' class="linenodiv"']
+TOKENS = st.one_of(
+    st.builds(lambda t, a: f"<{t}{a}>", st.sampled_from(TAGS), st.sampled_from(ATTRS)),
+    st.builds(lambda t: f"</{t}>", st.sampled_from(TAGS)),
+    st.sampled_from(["text", " ", "\n", "  \n ", "矩阵 乘法", "&amp;", "a<b", "x\ny"]),
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(TOKENS, max_size=40))
+def test_any_tag_soup_parses_into_the_same_sections(tokens: list[str]) -> None:
+    _same("".join(tokens))
+
+
+def test_memoised_jieba_cuts_as_jieba_and_each_text_once() -> None:
+    jieba = pytest.importorskip("jieba")
+    calls = []
+
+    class Counting:
+        def cut(self, text, *args, **kwargs):
+            calls.append(text)
+            return jieba.cut(text, *args, **kwargs)
+
+        dictionary = "kept"
+
+    memo = MemoJieba(Counting())
+    text = "矩阵乘法的中位时间".encode("utf-8")
+    assert list(memo.cut(text)) == list(jieba.cut(text)) == list(memo.cut(text))
+    assert calls == [text]
+    assert memo.dictionary == "kept"  # everything else is jieba's own
+
+
+def test_an_unknown_parser_is_left_as_it_is() -> None:
+    class Module:
+        class Parser(plugin.Parser):
+            def handle_data(self, data):  # another version's parser
+                super().handle_data(data)
+
+        Element, Section, void = plugin.Element, plugin.Section, plugin.void
+
+    original = Module.Parser
+    assert install(Module) is False and Module.Parser is original
+
+
+def test_a_built_site_has_the_same_search_index_with_the_hook(tmp_path) -> None:
+    """MkDocs end to end, English and Chinese pages with tables, code and an excluded block."""
+    pytest.importorskip("jieba")
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    rows = "\n".join(f"| 矩阵乘法 {n} | 卷积 | {n / 7:.3f} ms |" for n in range(40))
+    (docs / "index.md").write_text("# 报告\n\n一段中文，矩阵乘法与卷积。\n\n## 表格\n\n| 用例 | 类别 | 时间 |\n|---|---|---|\n"
+                                   f"{rows}\n\n## Code\n\n```\nx = 1\n  y\n```\n", encoding="utf-8")
+    (docs / "other.md").write_text('# Other\n\nText *with* `code`.\n\n<div data-search-exclude markdown>\n\nhidden\n\n</div>\n\n'
+                                   "## Second\n\n- a\n- b\n", encoding="utf-8")
+    index = {}
+    for name, hooks in (("plain", []), ("hooked", [str(ROOT / "reporter" / "search_speed.py")])):
+        config = {"site_name": "t", "docs_dir": str(docs), "site_dir": str(tmp_path / name), "theme": {"name": "material", "language": "zh"},
+                  "plugins": ["search"], "markdown_extensions": ["tables", "md_in_html", {"toc": {"permalink": True}}], "hooks": hooks}
+        path = tmp_path / f"{name}.yml"
+        path.write_text(json.dumps(config), encoding="utf-8")
+        subprocess.run([sys.executable, "-m", "mkdocs", "build", "-q", "-f", str(path)], check=True, capture_output=True)
+        index[name] = (tmp_path / name / "search" / "search_index.json").read_text(encoding="utf-8")
+    texts = " ".join(d["text"] for d in json.loads(index["plain"])["docs"])
+    assert "矩阵\u200b乘法" in texts and "hidden" not in texts  # segmented by jieba; the excluded block left out
+    assert index["hooked"] == index["plain"]
