@@ -347,112 +347,114 @@ def build_site(
         todo.append((spec, spec_titles, key, hit))
     # The articles not in the build cache, computed in other processes when there are several.
     misses = [(spec, spec_titles) for spec, spec_titles, _, hit in todo if hit is None]
-    workers = min(len(misses), chart_workers if chart_workers is not None else min(4, os.cpu_count() or 1))
-    computed: dict[int, Any] = {}
-    context = _article_context()
-    if workers > 1 and len(misses) >= PARALLEL_ARTICLES and (context.get_start_method() == "fork"
-                                                             or "://" not in str(runs_dir)):
-        chunks = [list(range(i, len(misses), workers)) for i in range(workers)]
-        from concurrent.futures import ProcessPoolExecutor
-
-        global _INHERITED
-        _INHERITED = archive if context.get_start_method() == "fork" else None
-        try:
-            with ProcessPoolExecutor(workers, mp_context=context) as pool:
-                jobs = [pool.submit(_compute_articles, str(archive.root), [misses[i] for i in chunk], languages,
-                                    families, titles, build_command) for chunk in chunks]
-                for chunk, job in zip(chunks, jobs):
-                    computed.update(zip(chunk, job.result()))
-        finally:
-            _INHERITED = None
-    else:
-        with archive.summaries.deferred() if archive.summaries is not None else nullcontext():
-            computed = dict(enumerate(_articles_of(archive, misses, languages, families, titles, build_command,
-                                                   compare, shared)))
-    misses_seen = 0
-    for spec, spec_titles, key, hit in todo:
-        if hit is not None:
-            comparison, per_lang, borrowed = hit
-            reused += 1
-        else:
-            found = computed[misses_seen]
-            misses_seen += 1
-            if isinstance(found, ReporterError):
-                skipped.append(f"{spec.baseline} → {spec.candidate}: {found}")
-                say(f"warning: no report for {spec.baseline} -> {spec.candidate}: {found}")
-                continue
-            comparison, per_lang = found
-            borrowed = inputs.borrow_key(spec, comparison.borrowed_on)
-            store_entry("articles", key, (comparison, per_lang, borrowed))
-        comparisons.setdefault((spec.baseline, spec.candidate, spec.run_ids, spec.noise, spec.single_band,
-                                spec.correction), comparison)
-        article_key = key if borrowed is None else compute_key(key, borrowed)  # every input of its pages
-        for page_lang in languages:
-            data = per_lang[page_lang]
-            articles.append((page_lang, data, article_key))
-            reports[page_lang].append({"title": data.title, "page": data.page, "baseline": spec.baseline,
-                                       "candidate": spec.candidate, "device": data.device, "comparison": comparison,
-                                       "headline": data.headline, "lang": data.lang})
-    def summaries_of(run_ids: list[str]) -> Any:  # from the build cache while those runs are unchanged
-        key = compute_key("summaries", str(archive.root), [(r, run_fps[r]) for r in sorted(run_ids)])
-        found = load_entry("summaries", key)
-        if found is None:
-            found = compute_summaries(restrict(archive, frozenset(run_ids)))
-            store_entry("summaries", key, found)
-        return found
-
-    # What is summarised below is written to the summaries cache once, at the end, not once per run.
-    with archive.summaries.deferred() if archive.summaries is not None else nullcontext():
-        # Trends flag changes between neighbours in version order (the default comparisons).
-        neighbours: dict[str, dict[tuple[str, str], Comparison]] = {}
-        for spec in default_comparisons(selection.classes, archive):
-            try:
-                neighbours.setdefault(spec.device or "", {})[(spec.baseline, spec.candidate)] = compare(spec)
-            except ReporterError:
-                continue
-        run_summaries = _RunSummaries(archive)
-        trend_inputs = [TrendInput(cls, summaries_of(sorted(cls.run_ids)), neighbours.get(cls.name, {}))
-                        for cls in selection.classes]
-    timings["compare"], clock = time.perf_counter() - clock, time.perf_counter()
-    say(f"{reused} of {len(articles) // len(languages)} article(s) unchanged since an earlier build, taken from the build cache")
-
-    # 4. view and render (charts render in other processes meanwhile). A page, or a group of
-    # pages made by one view (trends), whose inputs are those of an earlier build is taken
-    # rendered, with its charts' SVGs, from the build cache (``_Page.key``).
-    t = _messages(site_lang)
-    pages: list[_Page] = []
-    navs: dict[str, list[Any]] = {}
+    # The chart processes start while the articles are computed (``ChartRenderer.start``).
     renderer = ChartRenderer(chart_workers, render=render_svgs, cache=True)
-    home = site / "index.md"
-    archive_key = [sorted(run_fps.items()), problems]
-    workload_key = sorted((name, repr(w)) for name, w in workloads.items())
-    checked: set[str] = set()  # page keys looked up in the build cache
-    runs_of: dict[str, list[tuple[str, Any]]] = {}  # per label, its runs' ids and fingerprints
-    for run_id, label in sorted(zip(archive.runs["run_id"].astype(str), archive.runs["label"].astype(str))):
-        runs_of.setdefault(label, []).append((run_id, run_fps[run_id]))
-    fresh: list[tuple[_Page, int]] = []  # pages rendered now, with the number of charts each submitted
-
-    def render(batch: list[_Page]) -> None:
-        # Each chart is an SVG file beside its page (charts/<page>-<id>.svg), shown as an image
-        # (Markdown and the search index then never parse an SVG's thousands of elements).
-        for page in batch:
-            if page.text is not None:
-                continue
-            if page.key is not None and page.key not in checked:
-                checked.add(page.key)
-                if _fill_from_cache(page.key, pages):
-                    continue
-            view = page.view() if callable(page.view) else page.view
-            folder, _, name = page.path.rpartition("/")
-            charts = _charts_of(view)
-            for c in charts:
-                c.href = f"charts/{name.removesuffix('.md')}-{c.ident}.svg"
-            renderer.submit([c.spec for c in charts])
-            page.text = render_page(page.template, view, page.lang, marker=GENERATED_MARKER, data=page.data)
-            page.charts = [(c.href, "") for c in charts]
-            fresh.append((page, len(charts)))
-
     try:
+        workers = min(len(misses), chart_workers if chart_workers is not None else min(4, os.cpu_count() or 1))
+        computed: dict[int, Any] = {}
+        context = _article_context()
+        if workers > 1 and len(misses) >= PARALLEL_ARTICLES and (context.get_start_method() == "fork"
+                                                                 or "://" not in str(runs_dir)):
+            chunks = [list(range(i, len(misses), workers)) for i in range(workers)]
+            from concurrent.futures import ProcessPoolExecutor
+
+            global _INHERITED
+            _INHERITED = archive if context.get_start_method() == "fork" else None
+            try:
+                with ProcessPoolExecutor(workers, mp_context=context) as pool:
+                    jobs = [pool.submit(_compute_articles, str(archive.root), [misses[i] for i in chunk], languages,
+                                        families, titles, build_command) for chunk in chunks]
+                    renderer.start()  # the article processes are forked: this process forks no more
+                    for chunk, job in zip(chunks, jobs):
+                        computed.update(zip(chunk, job.result()))
+            finally:
+                _INHERITED = None
+        else:
+            with archive.summaries.deferred() if archive.summaries is not None else nullcontext():
+                computed = dict(enumerate(_articles_of(archive, misses, languages, families, titles, build_command,
+                                                       compare, shared)))
+        misses_seen = 0
+        for spec, spec_titles, key, hit in todo:
+            if hit is not None:
+                comparison, per_lang, borrowed = hit
+                reused += 1
+            else:
+                found = computed[misses_seen]
+                misses_seen += 1
+                if isinstance(found, ReporterError):
+                    skipped.append(f"{spec.baseline} → {spec.candidate}: {found}")
+                    say(f"warning: no report for {spec.baseline} -> {spec.candidate}: {found}")
+                    continue
+                comparison, per_lang = found
+                borrowed = inputs.borrow_key(spec, comparison.borrowed_on)
+                store_entry("articles", key, (comparison, per_lang, borrowed))
+            comparisons.setdefault((spec.baseline, spec.candidate, spec.run_ids, spec.noise, spec.single_band,
+                                    spec.correction), comparison)
+            article_key = key if borrowed is None else compute_key(key, borrowed)  # every input of its pages
+            for page_lang in languages:
+                data = per_lang[page_lang]
+                articles.append((page_lang, data, article_key))
+                reports[page_lang].append({"title": data.title, "page": data.page, "baseline": spec.baseline,
+                                           "candidate": spec.candidate, "device": data.device, "comparison": comparison,
+                                           "headline": data.headline, "lang": data.lang})
+        def summaries_of(run_ids: list[str]) -> Any:  # from the build cache while those runs are unchanged
+            key = compute_key("summaries", str(archive.root), [(r, run_fps[r]) for r in sorted(run_ids)])
+            found = load_entry("summaries", key)
+            if found is None:
+                found = compute_summaries(restrict(archive, frozenset(run_ids)))
+                store_entry("summaries", key, found)
+            return found
+
+        # What is summarised below is written to the summaries cache once, at the end, not once per run.
+        with archive.summaries.deferred() if archive.summaries is not None else nullcontext():
+            # Trends flag changes between neighbours in version order (the default comparisons).
+            neighbours: dict[str, dict[tuple[str, str], Comparison]] = {}
+            for spec in default_comparisons(selection.classes, archive):
+                try:
+                    neighbours.setdefault(spec.device or "", {})[(spec.baseline, spec.candidate)] = compare(spec)
+                except ReporterError:
+                    continue
+            run_summaries = _RunSummaries(archive)
+            trend_inputs = [TrendInput(cls, summaries_of(sorted(cls.run_ids)), neighbours.get(cls.name, {}))
+                            for cls in selection.classes]
+        timings["compare"], clock = time.perf_counter() - clock, time.perf_counter()
+        say(f"{reused} of {len(articles) // len(languages)} article(s) unchanged since an earlier build, taken from the build cache")
+
+        # 4. view and render (charts render in other processes meanwhile). A page, or a group of
+        # pages made by one view (trends), whose inputs are those of an earlier build is taken
+        # rendered, with its charts' SVGs, from the build cache (``_Page.key``).
+        t = _messages(site_lang)
+        pages: list[_Page] = []
+        navs: dict[str, list[Any]] = {}
+        home = site / "index.md"
+        archive_key = [sorted(run_fps.items()), problems]
+        workload_key = sorted((name, repr(w)) for name, w in workloads.items())
+        checked: set[str] = set()  # page keys looked up in the build cache
+        runs_of: dict[str, list[tuple[str, Any]]] = {}  # per label, its runs' ids and fingerprints
+        for run_id, label in sorted(zip(archive.runs["run_id"].astype(str), archive.runs["label"].astype(str))):
+            runs_of.setdefault(label, []).append((run_id, run_fps[run_id]))
+        fresh: list[tuple[_Page, int]] = []  # pages rendered now, with the number of charts each submitted
+
+        def render(batch: list[_Page]) -> None:
+            # Each chart is an SVG file beside its page (charts/<page>-<id>.svg), shown as an image
+            # (Markdown and the search index then never parse an SVG's thousands of elements).
+            for page in batch:
+                if page.text is not None:
+                    continue
+                if page.key is not None and page.key not in checked:
+                    checked.add(page.key)
+                    if _fill_from_cache(page.key, pages):
+                        continue
+                view = page.view() if callable(page.view) else page.view
+                folder, _, name = page.path.rpartition("/")
+                charts = _charts_of(view)
+                for c in charts:
+                    c.href = f"charts/{name.removesuffix('.md')}-{c.ident}.svg"
+                renderer.submit([c.spec for c in charts])
+                page.text = render_page(page.template, view, page.lang, marker=GENERATED_MARKER, data=page.data)
+                page.charts = [(c.href, "") for c in charts]
+                fresh.append((page, len(charts)))
+
         # Articles (in every language) first: their charts, most of the rendering, then keep
         # the chart processes busy while the other pages are viewed (trends first of all).
         by_lang: dict[str, list[_Page]] = {}

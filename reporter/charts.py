@@ -747,6 +747,32 @@ class ChartRenderer:
         self.order: list[str] = []  # the key of every submitted chart, in order
         self.known: dict[str, str] = {}  # key -> SVG, from the cache
         self.pending: set[str] = set()
+        self.version: Any = None  # the renderer's version (a cache key's part), or the job finding it
+
+    def start(self) -> None:
+        """Start the chart processes now, before the first chart, and find the renderer's version in one.
+
+        The version names the fonts vl-convert found, which starts vl-convert's runtime and its
+        fonts (and writes the fonts' cache on a first build): done in a chart process, which
+        needs them anyway, that work leaves this process free (and it may fork: a process in
+        which vl-convert started may not). Call it once nothing else forks this process.
+        """
+        if self.pool is None and self.workers > 1 and self.render is render_svgs:
+            self.pool = self._new_pool()
+            if self.cache:
+                self.version = self.pool.submit(_renderer_version, render_svgs)
+
+    def _new_pool(self) -> ProcessPoolExecutor:
+        # Spawned, never forked: a fork of a process whose vl-convert runtime has started its
+        # threads (any chart rendered here before) deadlocks the child.
+        return ProcessPoolExecutor(max_workers=self.workers, mp_context=multiprocessing.get_context("spawn"))
+
+    def _version(self) -> str:
+        if self.version is None:
+            self.version = _renderer_version(self.render)
+        elif not isinstance(self.version, str):
+            self.version = self.version.result()
+        return self.version
 
     def submit(self, specs: Sequence[Mapping[str, Any]]) -> None:
         if not specs:
@@ -754,7 +780,7 @@ class ChartRenderer:
         if self.cache:
             from reporter.build_cache import chart_key, load_svg
 
-            version = _renderer_version(self.render)
+            version = self._version()
             keys = [chart_key(spec, version) for spec in specs]
         else:
             keys = [str(len(self.order) + i) for i in range(len(specs))]
@@ -773,9 +799,7 @@ class ChartRenderer:
         self.pending.update(todo)
         if self.workers > 1 and self.render is render_svgs:
             if self.pool is None:
-                # Spawned, never forked: a fork of a process whose vl-convert runtime has
-                # started its threads (any chart rendered here before) deadlocks the child.
-                self.pool = ProcessPoolExecutor(max_workers=self.workers, mp_context=multiprocessing.get_context("spawn"))
+                self.pool = self._new_pool()
             self.jobs.append((list(todo), self.pool.submit(render_svgs, list(todo.values()))))
         else:
             self.jobs.append((list(todo), list(todo.values())))

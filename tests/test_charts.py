@@ -371,3 +371,34 @@ def test_a_face_of_a_font_collection_becomes_a_font_of_its_own(tmp_path) -> None
     broken = tmp_path / "broken.ttc"
     broken.write_bytes(bytes(out[:60]))
     assert _collection_faces(broken) is None  # cut short: used as it is, never half read
+
+
+def test_chart_processes_start_early_and_this_process_never_starts_vl_convert(tmp_path) -> None:
+    """``ChartRenderer.start``: the renderer's version (a chart cache key's part, which starts
+    vl-convert and its fonts) is found in a chart process; the SVGs are those rendered here."""
+    import json
+    import subprocess
+    import sys
+
+    code = """
+import json, sys
+from reporter.charts import ChartRenderer
+specs = [{"data": {"values": [{"a": a, "v": i}]}, "mark": "bar",
+          "encoding": {"x": {"field": "a", "type": "nominal"}, "y": {"field": "v", "type": "quantitative"}},
+          "config": {"aria": False}} for i, a in enumerate(["matmul", "矩阵乘法", "conv"])]
+r = ChartRenderer(2, cache=True)
+r.start()
+r.submit(specs[:2])
+r.submit(specs[2:])
+svgs = r.results()
+started_here = "vl_convert" in sys.modules
+from reporter.charts import _renderer_version, render_svg, render_svgs
+print(json.dumps({"started_here": started_here, "version": r.version, "here": _renderer_version(render_svgs),
+                  "same": svgs == [render_svg(s) for s in specs]}))
+"""
+    env = {**os.environ, "IMAGEBENCH_CACHE": str(tmp_path)}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True, cwd=ROOT)
+    got = json.loads(out.stdout)
+    assert got["started_here"] is False
+    assert got["version"] == got["here"] and "fonts=" in got["version"]
+    assert got["same"] is True
