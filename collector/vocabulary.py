@@ -90,6 +90,9 @@ class NoteCode(str, enum.Enum):
     RUN_LEVEL_BORROWED = "run_level_borrowed"
     # no significant difference, but the CI reaches beyond the wide band: band (fraction)
     TOO_NOISY = "too_noisy"
+    # a setting of the case's method differs between the sides (cuDNN's autotuner for a
+    # convolution, changed by an imagebench version): setting, baseline, candidate
+    METHOD_DIFFERS = "method_differs"
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,10 @@ warn of something other than the stack that could explain a difference:
 * ``GPU_THROTTLED``: a side ran while the GPU reported a power, thermal or hardware
   slowdown reason;
 * ``GPU_SHARED``: a side ran with other compute processes on the GPU;
-* ``CLOCKS_DIFFER``: the sides' median SM clocks differ by more than ``CLOCK_TOLERANCE``.
+* ``CLOCKS_DIFFER``: the sides' median SM clocks differ by more than ``CLOCK_TOLERANCE``;
+* ``METHOD_DIFFERS``: a setting of the case's method differs (``cudnn_benchmark`` for a
+  convolution: imagebench 0.1's conv2d ran cuDNN's autotuner, later versions the stack's
+  default heuristics).
 
 ``compute_confounder_summary`` says which of these are widespread enough for the
 article's headline, and ``compute_precision_changes`` gives the what-changed rows for
@@ -52,6 +55,9 @@ _PINNED_WORKLOADS = ("cpu_vs_gpu",)  # pins strict float32 whatever the stack's 
 # The precision settings a workload's figures depend on: a matmul runs in cuBLAS, a
 # convolution in cuDNN; any other workload (a model) in both.
 PRECISION_NOTE_KEYS = ("tf32_matmul_effective", "tf32_cudnn_effective", "float32_matmul_precision")
+# Settings of a workload's method (not of the stack) its figures depend on.
+_METHOD_KEYS = {"conv2d": ("cudnn_benchmark",)}
+_SETTING_KEYS = PRECISION_KEYS + ("cudnn_benchmark",)
 _RELEVANT_KEYS = {
     "matmul": ("tf32_matmul_effective", "float32_matmul_precision"),
     "conv2d": ("tf32_cudnn_effective",),
@@ -115,7 +121,7 @@ def _case_settings(cases: pd.DataFrame) -> dict[str, dict[str, Any]]:
             per_case.setdefault(case_id, []).append(parsed)
     for case_id in sorted(per_case):
         parsed_list = per_case[case_id]
-        out[case_id] = {k: _mode(p.get(k) for p in parsed_list) for k in PRECISION_KEYS}
+        out[case_id] = {k: _mode(p.get(k) for p in parsed_list) for k in _SETTING_KEYS}
     return out
 
 
@@ -189,6 +195,9 @@ def compute_case_confounders(
             for key in _RELEVANT_KEYS.get(workloads.get(cid, ""), PRECISION_NOTE_KEYS):
                 if sa.get(key) is not None and sb.get(key) is not None and sa[key] != sb[key]:
                     notes.append(Note.of(NoteCode.PRECISION_DIFFERS, setting=key, baseline=sa[key], candidate=sb[key]))
+            for key in _METHOD_KEYS.get(workloads.get(cid, ""), ()):
+                if sa.get(key) is not None and sb.get(key) is not None and sa[key] != sb[key]:
+                    notes.append(Note.of(NoteCode.METHOD_DIFFERS, setting=key, baseline=sa[key], candidate=sb[key]))
         for side in ("baseline", "candidate"):
             g = gpu[side].get(cid)
             if g is None:
@@ -231,7 +240,10 @@ def compute_confounder_summary(per_case: Mapping[str, list[Note]], total: int) -
     Widespread: at least ``WIDESPREAD_FRACTION`` of the cases and at least
     ``WIDESPREAD_MIN_CASES`` of them. Codes in ``NoteCode`` order; codes absent are left out.
     """
-    codes = (NoteCode.PRECISION_DIFFERS, NoteCode.GPU_THROTTLED, NoteCode.GPU_SHARED, NoteCode.CLOCKS_DIFFER)
+    codes = (
+        NoteCode.PRECISION_DIFFERS, NoteCode.GPU_THROTTLED, NoteCode.GPU_SHARED, NoteCode.CLOCKS_DIFFER,
+        NoteCode.METHOD_DIFFERS,
+    )
     out = []
     for code in codes:
         hit = [notes for notes in per_case.values() if any(n.code == code for n in notes)]

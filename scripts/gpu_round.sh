@@ -2,6 +2,7 @@
 # One batched round of GPU measurements, run from the repository root:
 #     [STEPS="doctor tf32 fidelity standard"] [DEADLINE_S=540] [SUITE=standard] scripts/gpu_round.sh OUT_DIR
 #     [TF32_ONLY='--only PATTERN ...'] (the cases of the tf32 step)
+#     [FIDELITY_ONLY='--only PATTERN ...'] (the cases of the fidelity step; default: all of $SUITE)
 # Steps (in the order given by STEPS; each guarded, so one failing step loses nothing else):
 #   doctor    python -m collector doctor                      -> OUT_DIR/doctor.txt
 #   tf32      the stack at its defaults and with NVIDIA_TF32_OVERRIDE=0, interleaved in one
@@ -83,7 +84,9 @@ for s in $STEPS; do
         --python "$PY" --env NVIDIA_TF32_OVERRIDE=0 --label "$BASE-tf32-override-0"
       ;;
     fidelity)
-      step fidelity "$OUT/fidelity.log" "$PY" benchmarks/fidelity.py --suite "$SUITE" --json "$OUT/fidelity.json"
+      read -r -a FIDELITY_ARGS <<< "${FIDELITY_ONLY:-}"
+      step fidelity "$OUT/fidelity.log" "$PY" benchmarks/fidelity.py --suite "$SUITE" --json "$OUT/fidelity.json" \
+        "${FIDELITY_ARGS[@]}"
       ;;
     standard)
       step standard "$OUT/standard.log" "$PY" -m collector run --suite "$SUITE" --out "$RUNS" --no-progress --label "$BASE"

@@ -54,6 +54,21 @@ def test_the_override_flags_the_default_conv_and_not_the_strict_one():
     assert note.values == {"setting": "tf32_cudnn_effective", "baseline": True, "candidate": False}
 
 
+def test_a_convolution_measured_with_and_without_cudnns_autotuner_is_flagged():
+    """imagebench 0.1's conv2d turned cudnn.benchmark on; later versions keep the stack's default."""
+    old = {**DEFAULTS, "cudnn_benchmark": True}
+    new = {**DEFAULTS, "cudnn_benchmark": False}
+    matmul = "matmul[dtype=fp32,n=1024]"
+    notes = compute_case_confounders(cases({CONV: old, matmul: old}), cases({CONV: new, matmul: new}))
+    assert list(notes) == [CONV]  # a matmul does not run in cuDNN: its autotuner is no part of it
+    (note,) = notes[CONV]
+    assert note.code == NoteCode.METHOD_DIFFERS
+    assert note.values == {"setting": "cudnn_benchmark", "baseline": True, "candidate": False}
+    assert compute_case_confounders(cases({CONV: old}), cases({CONV: old})) == {}
+    (summary,) = compute_confounder_summary(notes, total=2)
+    assert summary.code == NoteCode.METHOD_DIFFERS and summary.widespread is False
+
+
 def test_an_old_run_without_settings_gives_no_precision_note():
     assert compute_case_confounders(cases({CONV: None}), cases({CONV: DEFAULTS})) == {}
 

@@ -62,7 +62,7 @@ def test_only_the_worker_processes_that_run_forking_cases_start_a_fork_server(mo
 
     assert forks_in("numerics", 0) and forks_in("concurrent_inference", 0) and forks_in("max_batch", 0)
     assert not forks_in("numerics", 1)  # one worker process measures it
-    assert not forks_in("matmul", 0) and not forks_in("allocator", 0)  # the allocator's child is a new interpreter
+    assert forks_in("allocator", 0) and not forks_in("matmul", 0)
     env = {**os.environ, worker.FORK_SERVER_ENV: "1", worker.PRELOAD_ENV: ""}
     proc = subprocess.Popen(
         [sys.executable, "-m", "collector.worker"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, text=True
@@ -109,6 +109,32 @@ def test_allocator_is_gpu_only_but_its_child_runs_anywhere():
     assert len(result["round_times"]) == 2 and all(t > 0 for t in result["round_times"])
     assert result["alloc_conf"] == "expandable_segments:True"  # the setting reached the child
     assert "peak_allocated" not in result  # no CUDA: no peaks
+    assert result["expandable_segments"] is None  # no CUDA allocator to ask
+
+
+def test_the_allocator_case_trusts_a_forked_child_only_where_its_allocator_did_what_was_asked(monkeypatch):
+    """A forked child whose allocator did not take the setting (or cannot say) is measured again fresh."""
+    from collector.workloads import allocator
+
+    def result(expandable):
+        return {"round_times": [0.1, 0.1], "steps": 10, "expandable_segments": expandable,
+                "peak_allocated": 1 << 20, "peak_reserved": 2 << 20}
+
+    for setting, forked, fresh_runs in [("expandable_segments", True, 0), ("default", False, 0),
+                                        ("expandable_segments", False, 1), ("default", None, 1)]:
+        calls = []
+        monkeypatch.setattr(allocator, "run_forked", lambda args, env, timeout, forked=forked: calls.append("forked") or result(forked))
+        monkeypatch.setattr(allocator, "run_child", lambda args, env, timeout, s=setting: calls.append("fresh") or result(s == "expandable_segments"))
+        ctx = make_ctx()
+        ctx.device = "cuda"
+        allocator.run(dict(pattern="random_tensors", alloc_conf=setting, scale="gpu"), ctx)
+        assert calls == ["forked"] + ["fresh"] * fresh_runs, (setting, forked)
+        assert recorded(ctx)["peak_reserved"] == [2 << 20]
+    monkeypatch.setattr(allocator, "run_child", lambda args, env, timeout: result(False))
+    ctx = make_ctx()
+    ctx.device = "cuda"
+    with pytest.raises(RuntimeError, match="did not take effect"):
+        allocator.run(dict(pattern="random_tensors", alloc_conf="expandable_segments", scale="gpu"), ctx)
 
 
 def test_ddp_with_torchrun_gloo_two_processes():

@@ -106,8 +106,23 @@ def run_allocator(a: argparse.Namespace) -> dict[str, Any]:
         "round_times": round_times,
         "steps": a.steps,
         "alloc_conf": os.environ.get("PYTORCH_CUDA_ALLOC_CONF", ""),
+        "expandable_segments": expandable_segments(torch, device),
         **memory_peaks(torch, device),
     }
+
+
+def expandable_segments(torch: Any, device: str) -> bool | None:
+    """Whether the CUDA caching allocator's segments are expandable, as its snapshot says.
+
+    What the allocator did, not what the environment asked for: the parent checks that the
+    setting took effect. ``None`` off CUDA or where the snapshot does not say.
+    """
+    if device != "cuda":
+        return None
+    flags = [seg.get("is_expandable") for seg in torch.cuda.memory_snapshot()]
+    if not flags or any(f is None for f in flags):
+        return None
+    return any(flags)
 
 
 # -- max_batch probes ------------------------------------------------------------------------
