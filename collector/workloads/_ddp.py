@@ -125,34 +125,5 @@ def main() -> None:
     os._exit(0)
 
 
-def forked_rank(argv: list[str], env: dict[str, str], error_path: str) -> None:
-    """One rank of a one-node case, in a process forked from the worker's fork server.
-
-    ``env`` is what torchrun gives its ranks (RANK, LOCAL_RANK, WORLD_SIZE, MASTER_ADDR,
-    MASTER_PORT, OMP_NUM_THREADS ...); it is set before anything touches CUDA. A failure's
-    traceback goes to ``error_path`` for the worker's message, and the rank exits with 1.
-    """
-    import traceback
-
-    from collector.workloads._children import _die_with_parent
-
-    _die_with_parent()
-    os.environ.update(env)
-    sys.argv = [__file__, *argv]
-    try:
-        if "OMP_NUM_THREADS" in env:  # OpenMP read the variable when the fork server loaded torch
-            import torch
-
-            torch.set_num_threads(int(env["OMP_NUM_THREADS"]))
-        main()
-    except BaseException as e:
-        if isinstance(e, SystemExit) and not e.code:
-            raise
-        with open(error_path, "w") as f:
-            f.write(traceback.format_exc()[-3000:])
-        sys.stderr.flush()
-        os._exit(1)
-
-
 if __name__ == "__main__":
     main()

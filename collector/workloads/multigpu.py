@@ -9,13 +9,12 @@ import shlex
 import subprocess
 import sys
 import tempfile
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
 from collector.workloads import DeviceInfo, Workload
-from collector.workloads._models import child_env, cudnn_default, fork_context, free_port, image_training, require, tier
+from collector.workloads._models import child_env, cudnn_default, free_port, image_training, require, tier
 
 DDP_SCRIPT = Path(__file__).with_name("_ddp.py")
 # torchrun arguments for the multi-node cases, set by `collector run --nnodes ...` (or by hand):
@@ -214,64 +213,8 @@ def _root_cause(output: str) -> str:
     return f": first failure rank {fields['rank']}, exit code {fields.get('exitcode', '?')}" if "rank" in fields else ""
 
 
-RANK_TIMEOUT_S = 900.0
-
-
-def run_forked_ranks(mp: Any, k: int, script_args: list[str], env: Mapping[str, str | None], folder: str) -> None:
-    """The ranks of a one-node case as torchrun would start them, forked from the fork server.
-
-    Each rank gets torchrun's environment (a private rendezvous on a free local port, and
-    OMP_NUM_THREADS=1 with several ranks unless the worker sets it) and runs ``_ddp.main``
-    with torch already imported: a torchrun agent and k fresh interpreters cost about 15 s
-    on an H200 host for ResNet-50's 1.5 s of steps. As torchrun does, the first rank that
-    fails ends the others; its traceback is the error.
-    """
-    from collector.workloads._ddp import forked_rank
-
-    port = str(free_port())
-    base = {key: value for key, value in env.items() if value is not None}
-    if k > 1 and "OMP_NUM_THREADS" not in base and "OMP_NUM_THREADS" not in os.environ:
-        base["OMP_NUM_THREADS"] = "1"  # what torchrun sets for several processes per node
-    procs = []
-    try:
-        for rank in range(k):
-            rank_env = {**base, "RANK": str(rank), "LOCAL_RANK": str(rank), "WORLD_SIZE": str(k),
-                        "LOCAL_WORLD_SIZE": str(k), "GROUP_RANK": "0", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": port}
-            proc = mp.Process(target=forked_rank, args=(script_args, rank_env, os.path.join(folder, f"rank{rank}.err")),
-                              daemon=True)
-            proc.start()
-            procs.append(proc)
-        deadline = time.monotonic() + RANK_TIMEOUT_S
-        while any(p.exitcode is None for p in procs):
-            failed = [r for r, p in enumerate(procs) if p.exitcode not in (None, 0)]
-            if failed:
-                break
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"the DDP ranks did not finish within {RANK_TIMEOUT_S:.0f} s")
-            time.sleep(0.05)
-        failed = [r for r, p in enumerate(procs) if p.exitcode not in (None, 0)]
-        if failed:
-            rank = failed[0]
-            code = procs[rank].exitcode
-            how = f"was killed by signal {-code}" if code < 0 else f"exited with code {code}"
-            error_path = os.path.join(folder, f"rank{rank}.err")
-            error = open(error_path).read().strip() if os.path.exists(error_path) else ""
-            raise RuntimeError(f"DDP rank {rank} of {k} {how}" + (f"; its error:\n{error}" if error else ""))
-    finally:
-        for p in procs:
-            if p.exitcode is None:
-                p.kill()
-            p.join(10)
-    if not os.path.exists(os.path.join(folder, "node.json")):
-        raise RuntimeError("the DDP ranks finished but rank 0 wrote no result")
-
-
 def run_ddp(params: Mapping[str, Any], ctx: Any, *, script: Path | None = None, workload: str = "multigpu") -> None:
-    """One DDP case; ``script`` replaces ``_ddp.py`` (tests inject faults with it) and runs under torchrun.
-
-    One node: the ranks are forked from the worker's fork server (``run_forked_ranks``), or
-    started by torchrun where there is none. Several nodes: torchrun and its rendezvous.
-    """
+    """One DDP case through torchrun; ``script`` replaces ``_ddp.py`` (tests inject faults with it)."""
     from collector.schema import TIMING_WALL, case_id_for
 
     k = int(params["replicas"])
@@ -307,21 +250,16 @@ def run_ddp(params: Mapping[str, Any], ctx: Any, *, script: Path | None = None, 
             "--pg-timeout-s", str(PG_TIMEOUT_S),
             "--out", out,
         ]  # fmt: skip
-        mp = fork_context() if nodes == 1 and script is None else None
-        if mp is not None:
-            run_forked_ranks(mp, k, script_args, env, folder)
-        else:
-            cmd = torchrun_command(k, script_args, nodes=nodes, case_key=case_id_for(workload, params))
-            if script is not None:
-                cmd[cmd.index(str(DDP_SCRIPT))] = str(script)
-            proc = subprocess.run(cmd, env=child_env(env), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                                  timeout=900)
-            if proc.returncode != 0:
-                where = f" on this node of {nodes}" if nodes > 1 else ""
-                raise RuntimeError(f"torchrun exited with code {proc.returncode}{where}{_root_cause(proc.stdout)}; "
-                                   f"its last output:\n{proc.stdout.strip()[-3000:]}")
-            if not os.path.exists(out):
-                raise RuntimeError(f"torchrun finished but this node's first rank wrote no result; its last output:\n{proc.stdout.strip()[-3000:]}")
+        cmd = torchrun_command(k, script_args, nodes=nodes, case_key=case_id_for(workload, params))
+        if script is not None:
+            cmd[cmd.index(str(DDP_SCRIPT))] = str(script)
+        proc = subprocess.run(cmd, env=child_env(env), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=900)
+        if proc.returncode != 0:
+            where = f" on this node of {nodes}" if nodes > 1 else ""
+            raise RuntimeError(f"torchrun exited with code {proc.returncode}{where}{_root_cause(proc.stdout)}; "
+                               f"its last output:\n{proc.stdout.strip()[-3000:]}")
+        if not os.path.exists(out):
+            raise RuntimeError(f"torchrun finished but this node's first rank wrote no result; its last output:\n{proc.stdout.strip()[-3000:]}")
         with open(out) as f:
             result = json.load(f)
     world = int(result["world_size"])
@@ -349,10 +287,9 @@ WORKLOAD = Workload(
     method=(
         "ResNet-50 (224x224, FP32, channels_last, SGD with momentum) trains on a synthetic batch of "
         "64 images per replica, so the global batch grows with the replica count (weak scaling). DDP "
-        "cases start k processes for k = 1, 2, 4, ... up to the GPU count (1 and the GPU count in the quick suite; none there"
-        " on a single GPU), forked from a process that has imported torch and never touched CUDA, each with the environment "
-        "`torchrun --nproc_per_node k` gives its ranks (a rendezvous on a free local port, OMP_NUM_THREADS=1 with several); "
-        "where fork servers do not exist, torchrun itself starts them. Each process drives one GPU through DistributedDataParallel with NCCL "
+        "cases start `python -m torch.distributed.run --nproc_per_node k` (torchrun) as a subprocess "
+        "for k = 1, 2, 4, ... up to the GPU count (1 and the GPU count in the quick suite; none there"
+        " on a single GPU): each process drives one GPU through DistributedDataParallel with NCCL "
         "(gloo and a tiny CNN on the CPU, with the cores split between the processes). Rank 0 times "
         "each whole step after warm-up with the host clock after a device synchronisation; after each"
         " step it broadcasts whether to stop (outside the timed region) so that every rank runs the "
@@ -370,15 +307,14 @@ WORKLOAD = Workload(
     cases=cases,
     run=run,
     timeout_s=900.0,
-    max_processes=1,  # each case starts k processes of its own: a one-off measurement
-    fork_server=True,
+    max_processes=1,  # each case starts k processes through torchrun: a one-off measurement
     title_zh="多 GPU 训练扩展：DataParallel 与 DDP",
     method_zh=(
         "ResNet-50（224x224，FP32，channels_last，带动量的 SGD）在每个副"
-        "本 64 张的合成批次上训练，全局批大小随副本数增长（弱扩展）。DDP 用例启动 k 个进程"
-        "，k = 1、2、4……直到 GPU 数（quick 套件只测 1 和 GPU 数；单 GPU 时"
-        " quick 不测）。这些进程由一个已导入 torch、从未使用 CUDA 的进程 fork 而来，环境变量与 `torchrun --nproc_per_node k`"
-        " 给各 rank 的相同（本机空闲端口上的会合，多个进程时 OMP_NUM_THREADS=1）；不支持 fork server 的系统上由 torchrun 启动。每个进程通过 DistributedDataParallel 驱动一块 GPU"
+        "本 64 张的合成批次上训练，全局批大小随副本数增长（弱扩展）。DDP 用例以子进程方式启动 `python"
+        " -m torch.distributed.run --nproc_per_node k`（torchrun"
+        "），k = 1、2、4……直到 GPU 数（quick 套件只测 1 和 GPU 数；单 GPU 时"
+        " quick 不测）：每个进程通过 DistributedDataParallel 驱动一块 GPU"
         "，通信用 NCCL（CPU 上用 gloo 和一个很小的 CNN，CPU 核在进程间平分）。rank"
         " 0 在预热后于设备同步后用主机时钟为每个完整训练步计时；每步之后它广播是否停止（不计入计时），使所"
         "有 rank 运行相同的步数，并通过文件返回步时间与峰值显存。多节点运行（每个节点执行 `collector run --nnodes N"
