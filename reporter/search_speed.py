@@ -23,11 +23,23 @@ from __future__ import annotations
 
 import hashlib
 import inspect
+import re
 from functools import lru_cache
-from html import escape
+from html import escape, unescape
 from typing import Any
 
 HEADINGS = frozenset(f"h{x}" for x in range(1, 7))
+# The markup Python-Markdown and the site's templates write: start tags with quoted or bare
+# attributes, end tags, comments. A document whose every "<" begins one of these, and holds
+# no element whose content html.parser reads raw (script, style), is tokenised by one
+# regular expression; any other goes through html.parser itself.
+_TOKEN = re.compile(
+    r"<(?:(?P<end>/)(?P<etag>[a-zA-Z][a-zA-Z0-9]*)\s*"
+    r"|(?P<tag>[a-zA-Z][a-zA-Z0-9]*)(?P<attrs>(?:\s+[a-zA-Z_:][-a-zA-Z0-9_:.]*(?:=\"[^\"<]*\")?)*)\s*(?P<close>/?)"
+    r"|!--(?P<comment>(?:(?!--)[^>])*?)--)>"
+)
+_ATTR = re.compile(r'([a-zA-Z_:][-a-zA-Z0-9_:.]*)(?:="([^"]*)")?')
+_RAW_TEXT = re.compile(r"<(?:script|style|textarea|title|xmp|iframe|noembed|noframes|noscript|plaintext)\b", re.IGNORECASE)
 # sha256 of ``inspect.getsource`` of Material's ``Parser`` and ``Element``, for each version
 # whose meaning ``TagCountingParser`` reproduces.
 KNOWN_PARSERS = frozenset({
@@ -50,6 +62,38 @@ def tag_counting_parser(module: Any) -> type:
             self.open_tags: dict[str, int] = {}  # tag -> open elements of it in self.context
             # self.skip compares by tag (Element.__eq__, __hash__): its tags say all it holds.
             self.skip_tags = {x if isinstance(x, str) else x.tag for x in self.skip}
+
+        def feed(self, data: str) -> None:
+            """html.parser's ``feed`` of a whole page, by one regular expression where the page allows.
+
+            The same calls, in the same order, with the same arguments as html.parser makes
+            (text between tags as one unescaped run, tag and attribute names lowercased,
+            values unescaped, ``<x/>`` as a start and an end tag). Anything but the markup
+            ``_TOKEN`` knows, or a page fed in pieces, goes to html.parser.
+            """
+            if self.rawdata or data.count("<") != sum(1 for _ in _TOKEN.finditer(data)) or _RAW_TEXT.search(data):
+                super().feed(data)
+                return
+            at = 0
+            for m in _TOKEN.finditer(data):
+                start = m.start()
+                if start > at:
+                    self.handle_data(unescape(data[at:start]))
+                at = m.end()
+                if m.group("end"):
+                    self.handle_endtag(m.group("etag").lower())
+                elif m.group("tag"):
+                    tag = m.group("tag").lower()
+                    attrs = [(name.lower(), None if value is None else unescape(value))
+                             for name, value in _attrs(m.group("attrs"))]
+                    if m.group("close"):
+                        self.handle_startendtag(tag, attrs)
+                    else:
+                        self.handle_starttag(tag, attrs)
+                else:
+                    self.handle_comment(m.group("comment"))
+            if at < len(data):
+                self.handle_data(unescape(data[at:]))
 
         def skipping(self) -> bool:
             open_tags = self.open_tags
@@ -137,6 +181,11 @@ def tag_counting_parser(module: Any) -> type:
                 self.section.text.append(escape(data, quote=False))
 
     return TagCountingParser
+
+
+def _attrs(text: str) -> list[tuple[str, str | None]]:
+    """``name="value"`` and bare ``name`` pairs of a start tag (``_TOKEN``'s attributes), in order."""
+    return [(m.group(1), m.group(2)) for m in _ATTR.finditer(text)]
 
 
 class MemoJieba:

@@ -33,6 +33,19 @@ def _same(html: str) -> None:
     assert _sections(FAST, html) == _sections(plugin.Parser, html), html
 
 
+class RegexOnly(FAST):  # type: ignore[misc, valid-type]
+    """FAST that fails where it would hand the page to html.parser."""
+
+    def goahead(self, end: bool) -> None:
+        if self.rawdata:
+            raise AssertionError("fell back to html.parser")
+        super().goahead(end)
+
+
+def _same_without_html_parser(html: str) -> None:
+    assert _sections(RegexOnly, html) == _sections(plugin.Parser, html), html
+
+
 def test_the_installed_material_is_one_the_parser_was_written_for() -> None:
     # A new Material changes this hash: check its Parser against TagCountingParser, then add it.
     assert parser_fingerprint(plugin) in KNOWN_PARSERS
@@ -44,7 +57,8 @@ def test_the_site_pages_parse_into_the_same_sections() -> None:
     pages = sorted(GOLDEN.rglob("*.md"))
     assert len(pages) > 20
     for page in pages:
-        _same(markdown.Markdown(extensions=extensions).convert(page.read_text(encoding="utf-8")))
+        # Every page the site writes is tokenised without html.parser, to the same sections.
+        _same_without_html_parser(markdown.Markdown(extensions=extensions).convert(page.read_text(encoding="utf-8")))
 
 
 EDGE_CASES = [
@@ -63,6 +77,27 @@ def test_edge_cases_parse_into_the_same_sections() -> None:
         _same(html)
 
 
+# Markup the regular expression reads itself, and markup it leaves to html.parser.
+REGEX_CASES = [
+    '<P CLASS="x" ID="a&amp;b">A &lt;b&gt; &#39;q&#39; &copy;</P><BR/><br /><img alt="1 &gt; 0" src="a.svg">',
+    '<!-- a comment --><h2 id="x" title="">x<a class="headerlink" href="#x">&para;</a></h2><p>\n</p>tail &amp;',
+    '<td align="right">1.02×</td><input disabled><span data-search-exclude>hidden</span>',
+]
+HTML_PARSER_CASES = [
+    "<p>a < b</p>", "<p title='single'>x</p>", "<p title=bare>x</p>", "<x-y>z</x-y>", "<!-- a > b --><p>c</p>",
+    "<style>p { }</style><p>a</p>", "<p>unclosed <b", "<!DOCTYPE html><p>d</p>", '<p title = "spaced">e</p>',
+]
+
+
+def test_the_regex_reads_what_the_site_writes_and_leaves_the_rest_to_html_parser() -> None:
+    for html in REGEX_CASES:
+        _same_without_html_parser(html)
+    for html in HTML_PARSER_CASES:
+        _same(html)
+        with pytest.raises(AssertionError, match="fell back"):
+            _sections(RegexOnly, html)
+
+
 TAGS = ["p", "div", "h1", "h2", "h3", "a", "code", "pre", "li", "ul", "td", "tr", "table", "script", "br", "img", "sub"]
 ATTRS = ["", ' id="s"', ' id="t"', " data-search-exclude", ' class="headerlink"', ' class="linenodiv"']
 TOKENS = st.one_of(
@@ -76,6 +111,20 @@ TOKENS = st.one_of(
 @given(st.lists(TOKENS, max_size=40))
 def test_any_tag_soup_parses_into_the_same_sections(tokens: list[str]) -> None:
     _same("".join(tokens))
+
+
+WELL_FORMED = st.one_of(
+    st.builds(lambda t, a, c: f"<{t}{a}{c}>", st.sampled_from([t for t in TAGS if t != "script"] + ["P", "H2", "Td"]),
+              st.sampled_from(ATTRS + [' title="a &amp; b"', ' ID="U"', ' alt=""']), st.sampled_from(["", "/", " /"])),
+    st.builds(lambda t: f"</{t}>", st.sampled_from(TAGS + ["P", "H2"])),
+    st.sampled_from(["text", " ", "\n", "  \n ", "矩阵 乘法", "&amp;", "&lt;x&gt;", "&#215;", "x\ny", "<!-- c -->", "&"]),
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(WELL_FORMED, max_size=40))
+def test_any_well_formed_tag_soup_is_read_by_the_regex_into_the_same_sections(tokens: list[str]) -> None:
+    _same_without_html_parser("".join(tokens))
 
 
 def test_memoised_jieba_cuts_as_jieba_and_each_text_once() -> None:
