@@ -57,7 +57,7 @@ _PINNED_WORKLOADS = ("cpu_vs_gpu",)  # pins strict float32 whatever the stack's 
 PRECISION_NOTE_KEYS = ("tf32_matmul_effective", "tf32_cudnn_effective", "float32_matmul_precision")
 # Settings of a workload's method (not of the stack) its figures depend on.
 _METHOD_KEYS = {"conv2d": ("cudnn_benchmark",)}
-_SETTING_KEYS = PRECISION_KEYS + ("cudnn_benchmark",)
+_SETTING_KEYS = PRECISION_KEYS + tuple(k for keys in _METHOD_KEYS.values() for k in keys)
 _RELEVANT_KEYS = {
     "matmul": ("tf32_matmul_effective", "float32_matmul_precision"),
     "conv2d": ("tf32_cudnn_effective",),

@@ -71,11 +71,12 @@ def tag_counting_parser(module: Any) -> type:
             values unescaped, ``<x/>`` as a start and an end tag). Anything but the markup
             ``_TOKEN`` knows, or a page fed in pieces, goes to html.parser.
             """
-            if self.rawdata or data.count("<") != sum(1 for _ in _TOKEN.finditer(data)) or _RAW_TEXT.search(data):
+            tokens = None if self.rawdata or _RAW_TEXT.search(data) else list(_TOKEN.finditer(data))
+            if tokens is None or len(tokens) != data.count("<"):
                 super().feed(data)
                 return
             at = 0
-            for m in _TOKEN.finditer(data):
+            for m in tokens:
                 start = m.start()
                 if start > at:
                     self.handle_data(unescape(data[at:start]))

@@ -123,6 +123,7 @@ def test_the_allocator_case_trusts_a_forked_child_only_where_its_allocator_did_w
     for setting, forked, fresh_runs in [("expandable_segments", True, 0), ("default", False, 0),
                                         ("expandable_segments", False, 1), ("default", None, 1)]:
         calls = []
+        monkeypatch.setattr(allocator, "_FORK_TRUSTED", True)
         monkeypatch.setattr(allocator, "run_forked", lambda args, env, timeout, forked=forked: calls.append("forked") or result(forked))
         monkeypatch.setattr(allocator, "run_child", lambda args, env, timeout, s=setting: calls.append("fresh") or result(s == "expandable_segments"))
         ctx = make_ctx()
@@ -130,6 +131,11 @@ def test_the_allocator_case_trusts_a_forked_child_only_where_its_allocator_did_w
         allocator.run(dict(pattern="random_tensors", alloc_conf=setting, scale="gpu"), ctx)
         assert calls == ["forked"] + ["fresh"] * fresh_runs, (setting, forked)
         assert recorded(ctx)["peak_reserved"] == [2 << 20]
+        # After a forked child that did not show the setting, the worker's later cases start fresh at once.
+        assert allocator._FORK_TRUSTED is (fresh_runs == 0)
+    calls.clear()
+    allocator.run(dict(pattern="random_tensors", alloc_conf="default", scale="gpu"), ctx)
+    assert calls == ["fresh"]
     monkeypatch.setattr(allocator, "run_child", lambda args, env, timeout: result(False))
     ctx = make_ctx()
     ctx.device = "cuda"

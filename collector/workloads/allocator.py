@@ -38,6 +38,16 @@ def cases(suite: str, device: DeviceInfo) -> list[dict[str, Any]]:
     return [dict(pattern=p, alloc_conf=c, scale=scale) for p in patterns for c in ALLOC_CONF]
 
 
+# Whether a forked child's allocator has shown the setting asked for; once it has not (or
+# could not say) in this worker, its later cases start a fresh interpreter at once.
+_FORK_TRUSTED = True
+
+
+def _distrust_fork() -> None:
+    global _FORK_TRUSTED
+    _FORK_TRUSTED = False
+
+
 def run(params: Mapping[str, Any], ctx: Any) -> None:
     import os
 
@@ -60,8 +70,10 @@ def run(params: Mapping[str, Any], ctx: Any) -> None:
     # allocator reads it when CUDA first allocates; the child reports what the allocator
     # did, and where that is not what was asked for, or cannot be read, a fresh interpreter
     # measures the case instead.
-    result = run_forked(args, env=env, timeout=300)
-    if result.get("expandable_segments") != (setting == "expandable_segments"):
+    result = run_forked(args, env=env, timeout=300) if _FORK_TRUSTED else None
+    if result is None or result.get("expandable_segments") != (setting == "expandable_segments"):
+        if result is not None:
+            _distrust_fork()  # this stack's later cases go to a fresh interpreter at once
         result = run_child(args, env=env, timeout=300)
         if result.get("expandable_segments") not in (None, setting == "expandable_segments"):
             raise RuntimeError(

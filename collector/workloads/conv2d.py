@@ -62,6 +62,7 @@ def run(params: Mapping[str, Any], ctx: Any) -> None:
     with Precision(torch, name), cudnn_default(torch):
         ctx.time(fn)
 
+
 WORKLOAD = Workload(
     name="conv2d",
     family="basic",
