@@ -30,7 +30,7 @@ import click
 
 from reporter.article import compute_article, recorded_families
 from reporter.build_cache import compute_key, load_entry, store_entry
-from reporter.charts import ChartRenderer, measures_chinese, render_svgs
+from reporter.charts import ChartRenderer, render_svgs
 from reporter.compare import Comparison, compare_labels, compute_run_summaries, compute_summaries
 from reporter.config import (
     DEFAULT_CONFIG,
@@ -521,7 +521,7 @@ def build_site(
         store_entry("pages", key, [(p.path, p.text, p.charts) for p in group])
     chart_files = [f"{p.path.rpartition('/')[0]}/{href}" if "/" in p.path else href for p in pages for href, _ in p.charts]
     timings["charts"], clock = time.perf_counter() - clock, time.perf_counter()
-    if any(n for _, n in fresh) and "zh" in languages and not measures_chinese():  # of charts laid out now
+    if any(n for _, n in fresh) and "zh" in languages and not renderer.measures_chinese():  # of charts laid out now
         say("warning: no font with Chinese glyphs found: the labels of Chinese charts are laid out too narrow "
             "and overlap (scripts/setup.sh installs fonts-wqy-microhei)")
 

@@ -721,6 +721,11 @@ def _renderer_version(render: Callable[..., Any]) -> str:
     return f"{name} vl-convert {getattr(vlc, '__version__', '?')} fonts={chart_fonts()} chinese-font={measures_chinese()}"
 
 
+def _renderer_facts(render: Callable[..., Any]) -> tuple[str, bool]:
+    """``_renderer_version`` and ``measures_chinese``, found in one process (a chart process)."""
+    return _renderer_version(render), measures_chinese()
+
+
 def render_svgs(specs: Sequence[Mapping[str, Any]]) -> list[str]:
     """Render specifications one after the other in this process."""
     return [render_svg(s) for s in specs]
@@ -748,6 +753,7 @@ class ChartRenderer:
         self.known: dict[str, str] = {}  # key -> SVG, from the cache
         self.pending: set[str] = set()
         self.version: Any = None  # the renderer's version (a cache key's part), or the job finding it
+        self.chinese: bool | None = None  # whether the chart processes' vl-convert measures Chinese text (``start``)
 
     def start(self) -> None:
         """Start the chart processes now, before the first chart, and find the renderer's version in one.
@@ -760,7 +766,7 @@ class ChartRenderer:
         if self.pool is None and self.workers > 1 and self.render is render_svgs:
             self.pool = self._new_pool()
             if self.cache:
-                self.version = self.pool.submit(_renderer_version, render_svgs)
+                self.version = self.pool.submit(_renderer_facts, render_svgs)
 
     def _new_pool(self) -> ProcessPoolExecutor:
         # Spawned, never forked: a fork of a process whose vl-convert runtime has started its
@@ -771,8 +777,15 @@ class ChartRenderer:
         if self.version is None:
             self.version = _renderer_version(self.render)
         elif not isinstance(self.version, str):
-            self.version = self.version.result()
+            self.version, self.chinese = self.version.result()
         return self.version
+
+    def measures_chinese(self) -> bool:
+        """``measures_chinese()`` where the charts are laid out: the chart processes' answer once
+        ``start`` has asked one of them (this process then never starts vl-convert), else this process's."""
+        if self.chinese is None and self.version is not None and not isinstance(self.version, str):
+            self._version()
+        return self.chinese if self.chinese is not None else measures_chinese()
 
     def submit(self, specs: Sequence[Mapping[str, Any]]) -> None:
         if not specs:

@@ -375,7 +375,8 @@ def test_a_face_of_a_font_collection_becomes_a_font_of_its_own(tmp_path) -> None
 
 def test_chart_processes_start_early_and_this_process_never_starts_vl_convert(tmp_path) -> None:
     """``ChartRenderer.start``: the renderer's version (a chart cache key's part, which starts
-    vl-convert and its fonts) is found in a chart process; the SVGs are those rendered here."""
+    vl-convert and its fonts) and whether it measures Chinese text are found in a chart
+    process; the SVGs are those rendered here."""
     import json
     import subprocess
     import sys
@@ -391,9 +392,11 @@ r.start()
 r.submit(specs[:2])
 r.submit(specs[2:])
 svgs = r.results()
+chinese = r.measures_chinese()
 started_here = "vl_convert" in sys.modules
-from reporter.charts import _renderer_version, render_svg, render_svgs
+from reporter.charts import _renderer_version, measures_chinese, render_svg, render_svgs
 print(json.dumps({"started_here": started_here, "version": r.version, "here": _renderer_version(render_svgs),
+                  "chinese": chinese, "chinese_here": measures_chinese(),
                   "same": svgs == [render_svg(s) for s in specs]}))
 """
     env = {**os.environ, "IMAGEBENCH_CACHE": str(tmp_path)}
@@ -401,4 +404,5 @@ print(json.dumps({"started_here": started_here, "version": r.version, "here": _r
     got = json.loads(out.stdout)
     assert got["started_here"] is False
     assert got["version"] == got["here"] and "fonts=" in got["version"]
+    assert got["chinese"] is got["chinese_here"]  # the chart process's answer, without vl-convert here
     assert got["same"] is True
