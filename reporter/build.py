@@ -355,7 +355,7 @@ def build_site(
         context = _article_context()
         if workers > 1 and len(misses) >= PARALLEL_ARTICLES and (context.get_start_method() == "fork"
                                                                  or "://" not in str(runs_dir)):
-            chunks = [list(range(i, len(misses), workers)) for i in range(workers)]
+            chunks = [list(range(len(misses) * i // workers, len(misses) * (i + 1) // workers)) for i in range(workers)]
             from concurrent.futures import ProcessPoolExecutor
 
             global _INHERITED
@@ -397,26 +397,6 @@ def build_site(
                 reports[page_lang].append({"title": data.title, "page": data.page, "baseline": spec.baseline,
                                            "candidate": spec.candidate, "device": data.device, "comparison": comparison,
                                            "headline": data.headline, "lang": data.lang})
-        def summaries_of(run_ids: list[str]) -> Any:  # from the build cache while those runs are unchanged
-            key = compute_key("summaries", str(archive.root), [(r, run_fps[r]) for r in sorted(run_ids)])
-            found = load_entry("summaries", key)
-            if found is None:
-                found = compute_summaries(restrict(archive, frozenset(run_ids)))
-                store_entry("summaries", key, found)
-            return found
-
-        # What is summarised below is written to the summaries cache once, at the end, not once per run.
-        with archive.summaries.deferred() if archive.summaries is not None else nullcontext():
-            # Trends flag changes between neighbours in version order (the default comparisons).
-            neighbours: dict[str, dict[tuple[str, str], Comparison]] = {}
-            for spec in default_comparisons(selection.classes, archive):
-                try:
-                    neighbours.setdefault(spec.device or "", {})[(spec.baseline, spec.candidate)] = compare(spec)
-                except ReporterError:
-                    continue
-            run_summaries = _RunSummaries(archive)
-            trend_inputs = [TrendInput(cls, summaries_of(sorted(cls.run_ids)), neighbours.get(cls.name, {}))
-                            for cls in selection.classes]
         timings["compare"], clock = time.perf_counter() - clock, time.perf_counter()
         say(f"{reused} of {len(articles) // len(languages)} article(s) unchanged since an earlier build, taken from the build cache")
 
@@ -455,8 +435,9 @@ def build_site(
                 page.charts = [(c.href, "") for c in charts]
                 fresh.append((page, len(charts)))
 
-        # Articles (in every language) first: their charts, most of the rendering, then keep
-        # the chart processes busy while the other pages are viewed (trends first of all).
+        # Articles (in every language) first: their charts, most of the rendering, keep the
+        # chart processes busy while the trends' inputs are summarised and the other pages are
+        # viewed (trends first of all, their charts submitted as soon as they are viewed).
         by_lang: dict[str, list[_Page]] = {}
         for page_lang in languages:
             prefix = language_prefix(page_lang, site_lang)
@@ -466,6 +447,27 @@ def build_site(
                 for lang, data, article_key in articles if lang == page_lang]
             pages.extend(by_lang[page_lang])
         render(pages)
+
+        def summaries_of(run_ids: list[str]) -> Any:  # from the build cache while those runs are unchanged
+            key = compute_key("summaries", str(archive.root), [(r, run_fps[r]) for r in sorted(run_ids)])
+            found = load_entry("summaries", key)
+            if found is None:
+                found = compute_summaries(restrict(archive, frozenset(run_ids)))
+                store_entry("summaries", key, found)
+            return found
+
+        # What is summarised below is written to the summaries cache once, at the end, not once per run.
+        with archive.summaries.deferred() if archive.summaries is not None else nullcontext():
+            # Trends flag changes between neighbours in version order (the default comparisons).
+            neighbours: dict[str, dict[tuple[str, str], Comparison]] = {}
+            for spec in default_comparisons(selection.classes, archive):
+                try:
+                    neighbours.setdefault(spec.device or "", {})[(spec.baseline, spec.candidate)] = compare(spec)
+                except ReporterError:
+                    continue
+            run_summaries = _RunSummaries(archive)
+            trend_inputs = [TrendInput(cls, summaries_of(sorted(cls.run_ids)), neighbours.get(cls.name, {}))
+                            for cls in selection.classes]
         for page_lang in languages:  # every page in every language, at one path under the language's folder
             prefix = language_prefix(page_lang, site_lang)
             t = _messages(page_lang)
@@ -497,6 +499,7 @@ def build_site(
                 trend_pages += [_Page(prefix + f"trends/{family}.md", "trends_family.md.j2", view, page_lang, key=trends_key)
                                 for family, view in trend_families.items()]
             lang_pages += trend_pages
+            render(trend_pages)  # their charts to the chart processes now, before the pages without any
             families_shown = [p.path[len(prefix + "trends/"):].removesuffix(".md") for p in trend_pages[1:]]
             lang_pages.append(_Page(prefix + "methodology.md", "methodology.md.j2", methodology_view(workloads, t), page_lang))
             if prefix or not home.exists() or _is_generated_file(home):

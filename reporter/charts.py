@@ -731,6 +731,10 @@ def render_svgs(specs: Sequence[Mapping[str, Any]]) -> list[str]:
     return [render_svg(s) for s in specs]
 
 
+# Charts per job handed to a chart process (``ChartRenderer.submit``).
+CHARTS_PER_JOB = 2
+
+
 class ChartRenderer:
     """Renders charts in the background while the build goes on, in up to ``workers`` processes.
 
@@ -813,7 +817,11 @@ class ChartRenderer:
         if self.workers > 1 and self.render is render_svgs:
             if self.pool is None:
                 self.pool = self._new_pool()
-            self.jobs.append((list(todo), self.pool.submit(render_svgs, list(todo.values()))))
+            # A few charts a job: a page of many charts (a trends family) is shared by the processes,
+            # and none is left rendering the end of a long job alone while the others wait.
+            keys, specs = list(todo), list(todo.values())
+            for at in range(0, len(keys), CHARTS_PER_JOB):
+                self.jobs.append((keys[at:at + CHARTS_PER_JOB], self.pool.submit(render_svgs, specs[at:at + CHARTS_PER_JOB])))
         else:
             self.jobs.append((list(todo), list(todo.values())))
 

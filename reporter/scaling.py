@@ -152,7 +152,9 @@ def compute_scaling_table(cases: Any, samples: Any, *, workload: str = "multigpu
     ok = cases[(cases["workload"].astype(str) == workload) & (cases["status"].astype(str) == "ok")]
     if ok.empty:
         return []
-    steps = samples[samples["metric"].astype(str) == metric]
+    # The samples of this workload's cases only, split by case once (not the whole table once per case).
+    steps = samples[(samples["metric"] == metric) & samples["case_id"].isin(set(ok["case_id"].astype(str)))]
+    by_case = dict(iter(steps.groupby(steps["case_id"].astype(str), observed=True, sort=False)))
     groups: dict[tuple[Any, ...], dict[str, Any]] = {}
     for case_id, rows in ok.groupby(ok["case_id"].astype(str), observed=True):
         params = json.loads(str(rows["params"].iloc[0]))
@@ -160,7 +162,7 @@ def compute_scaling_table(cases: Any, samples: Any, *, workload: str = "multigpu
         devices = int(params.get("replicas", 1)) * nodes
         family = (params.get("mode", ""), params.get("model", ""), params.get("image_size"), params.get("batch_per_replica"),
                   bool(params.get("channels_last", False)))
-        case_steps = steps[steps["case_id"].astype(str) == case_id]
+        case_steps = by_case.get(case_id, steps.iloc[:0])
         units = [g["value"].to_numpy() for _, g in case_steps.groupby([case_steps["run_id"].astype(str), "process"], observed=True)]
         if not units:
             continue

@@ -120,3 +120,77 @@ class _Spy:
     def finditer(self, text: str, *args: object) -> object:
         self.tried.append(text)
         return self.compiled.finditer(text, *args)
+
+
+# ---- table boxes (TableBoxPreprocessor) -------------------------------------------------------
+
+BOX = '<div class="ib-table ib-wide" markdown>\n\n{table}\n\n</div>'
+TABLE = "| Case | Time | Ratio |\n| --- | ---: | :---: |\n| conv channels&#95;last | 1.23 ms | 0.98× [0.95, 1.01] |\n| b | 2 | 3 |"
+BOX_CASES = [
+    BOX.format(table=TABLE),
+    "# Title\n\ntext\n\n" + BOX.format(table=TABLE) + "\n\n## Next\n\n" + BOX.format(table=TABLE),
+    '??? note "All figures"\n\n    ' + BOX.format(table=TABLE).replace("\n", "\n    ").replace("\n    \n", "\n\n") + "\n\nafter",
+    '!!! note "In an admonition"\n\n    ' + BOX.format(table=TABLE).replace("\n", "\n    ").replace("\n    \n", "\n\n"),
+    '- a list item\n\n    ' + BOX.format(table=TABLE).replace("\n", "\n    ").replace("\n    \n", "\n\n"),
+    "    " + BOX.format(table=TABLE).replace("\n", "\n    ").replace("\n    \n", "\n\n"),  # indented code at the top
+    "text right before\n" + BOX.format(table=TABLE),
+    BOX.format(table=TABLE) + "\ntext right after",
+    BOX.format(table="| a | b |\n| --- | --- |\n| [link](x.md) | 2 |"),
+    BOX.format(table="| a | b |\n| --- | --- |\n| x < y > z | AT&T &amp; &#95; &nbsp; &bogus; & |"),
+    BOX.format(table="| a | b |\n| --- | --- |\n| *em* | `code` |"),
+    BOX.format(table="| a | b |\n| --- | --- |\n| x_y | a\\|b |"),
+    BOX.format(table="| a | b |\n| --- | --- |\n| one |\n| 1 | 2 | 3 |\n|  |  |"),
+    BOX.format(table="a | b\n--- | ---\n1 | 2"),
+    BOX.format(table="| a |\n| --- |\n| 1 |"),
+    BOX.format(table="| a | b |\n| --- | --- |"),
+    BOX.format(table="| a | b |\n| -x- | --- |\n| 1 | 2 |"),
+    BOX.format(table="| a | b |\n| --- | --- |\n| [0.9, 1.1] | [ref] |") + "\n\n[ref]: http://example.invalid/",
+    '<div class="x">raw</div>\n\n' + BOX.format(table=TABLE),
+    "<details markdown>\n\n" + BOX.format(table=TABLE) + "\n\n</details>",
+    "<!-- generated -->\n\n" + BOX.format(table=TABLE) + '\n\n<pre class="ib-pre"><code>run &quot;x&quot;</code></pre>',
+    BOX.format(table="| 矩阵乘法 | 中位时间 |\n| --- | ---: |\n| n=4096 | 1.2 ms（95% 置信区间） |"),
+]
+
+
+def test_table_boxes_come_out_the_same() -> None:
+    for text in BOX_CASES:
+        assert _html(text, fast=True) == _html(text, fast=False), text
+
+
+def test_the_site_pages_take_the_fast_path_for_their_plain_boxes(monkeypatch) -> None:
+    """What it is for: a generated page's boxes of plain cells, top level and in collapsible
+    blocks, are written at once; a box with a link in a cell is not."""
+    from reporter import markdown_speed
+
+    made: list[bool] = []
+    original = markdown_speed._table_html
+
+    def spy(*args: object, **kwargs: object) -> str | None:
+        out = original(*args, **kwargs)
+        made.append(out is not None)
+        return out
+
+    monkeypatch.setattr(markdown_speed, "_table_html", spy)
+    pages = [p for p in sorted(GOLDEN.rglob("*.md")) if "ib-table" in p.read_text(encoding="utf-8")]
+    for page in pages:
+        _html(page.read_text(encoding="utf-8"), fast=True)
+    assert len(made) > 50 and sum(made) > 0.7 * len(made)
+    made.clear()
+    _html('??? note "x"\n\n    ' + BOX.format(table=TABLE).replace("\n", "\n    ").replace("\n    \n", "\n\n"), fast=True)
+    _html(BOX.format(table="| a | b |\n| --- | --- |\n| [link](x.md) | 2 |"), fast=True)
+    assert made == [True, False]
+
+
+_CELL = st.lists(st.sampled_from(list("ab 1.[]()!<>&;#*_`\\|-:") + ["&#95;", "&amp;", "](x)", "µs", "矩阵", "  "]),
+                 max_size=8).map("".join)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.lists(_CELL, min_size=1, max_size=4), min_size=1, max_size=4),
+       st.sampled_from(["| --- | ---: |", "| :---: | :--- |", "--- | ---", "| --- |"]), st.booleans())
+def test_random_table_boxes_come_out_the_same(rows: list[list[str]], separator: str, nested: bool) -> None:
+    table = "| h1 | h2 |\n" + separator + "\n" + "\n".join("| " + " | ".join(r) + " |" for r in rows)
+    text = BOX.format(table=table)
+    if nested:
+        text = '??? note "x"\n\n    ' + text.replace("\n", "\n    ").replace("\n    \n", "\n\n")
+    assert _html(text, fast=True) == _html(text, fast=False)
