@@ -654,6 +654,9 @@ def _messages(lang: str) -> Messages:
     return _MESSAGES[lang]
 
 
+_LEAVES = frozenset({str, int, float, bool, type(None)})
+
+
 def _charts_of(view: Any) -> list[ChartView]:
     """Every ChartView inside a view (dicts, lists, dataclasses)."""
     found: list[ChartView] = []
@@ -661,7 +664,7 @@ def _charts_of(view: Any) -> list[ChartView]:
     seen: set[int] = set()
     while stack:
         item = stack.pop()
-        if id(item) in seen:
+        if type(item) in _LEAVES or id(item) in seen:  # most of a view's items are its texts and figures
             continue
         seen.add(id(item))
         if isinstance(item, ChartView):

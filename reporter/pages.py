@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import partial
-from typing import Any, Mapping, Sequence
+from typing import Any, Mapping, NamedTuple, Sequence
 
 import pandas as pd
 from markupsafe import Markup
@@ -161,6 +161,30 @@ def run_view(row: pd.Series, cases: pd.DataFrame, env: pd.DataFrame, t: Messages
                      [r for rows in _per_run(env, ("section", "key", "value")).values() for r in rows], t, summary)
 
 
+class _Median(NamedTuple):
+    metric: str
+    median: float
+    ci_low: float
+    ci_high: float
+    unit: str
+
+
+def _run_medians(summary: pd.DataFrame | None) -> dict[str, _Median]:
+    """Per case of a run's summary, its row of the first metric of ``RUN_METRICS`` it has (the first such row)."""
+    if summary is None or not len(summary):
+        return {}
+    rank = {m: i for i, m in enumerate(RUN_METRICS)}
+    metrics = summary["metric"].astype(str).tolist()
+    chosen: dict[str, int] = {}
+    for i, (case_id, metric) in enumerate(zip(summary["case_id"].astype(str).tolist(), metrics)):
+        r = rank.get(metric)
+        if r is not None and (case_id not in chosen or r < rank[metrics[chosen[case_id]]]):
+            chosen[case_id] = i
+    columns = {c: summary[c].tolist() for c in ("median", "ci_low", "ci_high", "unit")}
+    return {case_id: _Median(metrics[i], columns["median"][i], columns["ci_low"][i], columns["ci_high"][i],
+                             columns["unit"][i]) for case_id, i in chosen.items()}
+
+
 def _run_view(row: pd.Series, attempts: list[tuple[Any, ...]], env: list[tuple[Any, ...]], t: Messages,
               summary: pd.DataFrame | None) -> dict[str, Any]:
     from collector.vocabulary import format_cudnn_version
@@ -183,13 +207,7 @@ def _run_view(row: pd.Series, attempts: list[tuple[Any, ...]], env: list[tuple[A
     by_case: dict[str, list[dict[str, Any]]] = {}
     for c in records:
         by_case.setdefault(c["case_id"], []).append(c)
-    medians: dict[str, Any] = {}
-    if summary is not None and len(summary):
-        for r in summary.itertuples():
-            if str(r.metric) in RUN_METRICS:
-                prev = medians.get(str(r.case_id))
-                if prev is None or RUN_METRICS.index(str(r.metric)) < RUN_METRICS.index(prev.metric):
-                    medians[str(r.case_id)] = r
+    medians = _run_medians(summary)
     table = TableView([_col(t, "case"), _col(t, "metric"), _col(t, "median", "value", True), _col(t, "ci", "interval", True),
                        _col(t, "processes", right=True), _col(t, "status")], css="ib-main")
     problems = TableView([_col(t, "case"), _col(t, "process", right=True), _col(t, "status"), _col(t, "error")])

@@ -39,6 +39,10 @@ _TOKEN = re.compile(
     r"|!--(?P<comment>(?:(?!--)[^>])*?)--)>"
 )
 _ATTR = re.compile(r'([a-zA-Z_:][-a-zA-Z0-9_:.]*)(?:="([^"]*)")?')
+# The tags of a table of plain cells, and a start tag's only attribute there (an alignment).
+CELL_TAGS = frozenset({"thead", "tbody", "tr", "th", "td"})
+TABLE_TAGS = CELL_TAGS | {"table"}
+_STYLE = re.compile(r'\s+style="[^"<&]*"')
 _RAW_TEXT = re.compile(r"<(?:script|style|textarea|title|xmp|iframe|noembed|noframes|noscript|plaintext)\b", re.IGNORECASE)
 # sha256 of ``inspect.getsource`` of Material's ``Parser`` and ``Element``, for each version
 # whose meaning ``TagCountingParser`` reproduces.
@@ -76,11 +80,25 @@ def tag_counting_parser(module: Any) -> type:
                 super().feed(data)
                 return
             at = 0
-            for m in tokens:
+            i = 0
+            while i < len(tokens):
+                m = tokens[i]
+                i += 1
                 start = m.start()
                 if start > at:
                     self.handle_data(unescape(data[at:start]))
                 at = m.end()
+                if m.group("tag") == "table" and not m.group("attrs") and not m.group("close"):
+                    end = _table_end(tokens, i - 1)
+                    if end is not None and self.plain_table_context():
+                        # The whole table: its texts, as handle_data would take them here; its tags
+                        # open and close elements no rule looks at (see plain_table_context).
+                        for t in tokens[i:end + 1]:
+                            if t.start() > at:
+                                self.table_data(unescape(data[at:t.start()]))
+                            at = t.end()
+                        i = end + 1
+                        continue
                 if m.group("end"):
                     self.handle_endtag(m.group("etag").lower())
                 elif m.group("tag"):
@@ -95,6 +113,25 @@ def tag_counting_parser(module: Any) -> type:
                     self.handle_comment(m.group("comment"))
             if at < len(data):
                 self.handle_data(unescape(data[at:]))
+
+        def plain_table_context(self) -> bool:
+            """Whether a table of ``TABLE_TAGS`` alone (``_table_end``) opened here changes the index only
+            by its texts: no element is being skipped, none of its tags is kept or skipped, the text goes
+            to the section's text (not its title, not in a ``pre``), and no end tag inside it can
+            return to an earlier section (the section starts no deeper than the table)."""
+            section = self.section
+            return (section is not None and not self.skipping() and "pre" not in self.open_tags
+                    and section.el.tag not in self.open_tags and section.depth <= len(self.context) + 1
+                    and not (TABLE_TAGS & self.skip_tags) and not (TABLE_TAGS & set(self.keep)))
+
+        def table_data(self, data: str) -> None:
+            """``handle_data`` in a table opened where ``plain_table_context`` holds."""
+            text = self.section.text
+            if data.isspace():
+                if not text or not text[-1].isspace():
+                    text.append(" ")
+            else:
+                text.append(escape(data.replace("\n", " "), quote=False))
 
         def skipping(self) -> bool:
             open_tags = self.open_tags
@@ -182,6 +219,29 @@ def tag_counting_parser(module: Any) -> type:
                 self.section.text.append(escape(data, quote=False))
 
     return TagCountingParser
+
+
+def _table_end(tokens: list[re.Match[str]], at: int) -> int | None:
+    """The index of the ``</table>`` token closing the ``<table>`` at ``at`` when everything between is
+    well-nested start and end tags of ``TABLE_TAGS`` with no attribute but ``style`` (the tables
+    Python-Markdown writes); else None."""
+    open_tags: list[str] = []
+    for i in range(at + 1, len(tokens)):
+        m = tokens[i]
+        if m.group("end"):
+            tag = m.group("etag").lower()
+            if not open_tags:
+                return i if tag == "table" else None
+            if open_tags.pop() != tag:
+                return None
+        elif m.group("tag"):
+            tag = m.group("tag").lower()
+            if tag not in CELL_TAGS or m.group("close") or (m.group("attrs") and _STYLE.fullmatch(m.group("attrs")) is None):
+                return None
+            open_tags.append(tag)
+        else:
+            return None
+    return None
 
 
 def _attrs(text: str) -> list[tuple[str, str | None]]:
