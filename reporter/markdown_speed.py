@@ -78,6 +78,8 @@ CELL_MAY_CHANGE_WITH_REFERENCES = re.compile(r"[`\\*_\[<\x02\x03]|  \n")
 # Raw HTML that ends on its line, so that it holds no box: a comment (the mark of a generated
 # page) and a preformatted block (an article's commands).
 _ONE_LINE = re.compile(r"<!--(?:(?!-->).)*-->|<pre\b[^>]*>(?:(?!</?pre\b).)*</pre>")
+# A ``&`` that starts a character or entity reference without ending it: md_in_html's parser completes those.
+_LOOSE_REFERENCE = re.compile(r"&(?=[#A-Za-z0-9])(?!#[0-9]+;|#[xX][0-9a-fA-F]+;|[A-Za-z0-9]+;)")
 # A reference definition anywhere: then any ``[`` may start a link.
 _REFERENCE = re.compile(r" {0,3}\[[^\]]+\]:")
 # What Python-Markdown's serializer escapes in text: ``&`` not starting an entity, ``<``, ``>``.
@@ -184,7 +186,9 @@ def _table_html(css: str, rows: list[str], may_change: re.Pattern[str], *, markd
     """The HTML of a box of class ``css`` holding the table ``rows`` (its lines), as md_in_html, the
     tables extension, the inline processor, prettify and the serialiser make it; None unless every
     cell is plain and the rows are a table."""
-    if len(rows) < 3 or any("\\" in r or "`" in r or "\t" in r for r in rows):
+    # What md_in_html's HTML parser reads in the box's text, cells beyond the header's included: markup
+    # and references it would complete. And what the tables extension splits rows by otherwise.
+    if len(rows) < 3 or any("\\" in r or "`" in r or "\t" in r or "<" in r or _LOOSE_REFERENCE.search(r) for r in rows):
         return None
     header = rows[0].strip(" ")
     border = header.startswith("|") or header.endswith("|")

@@ -181,7 +181,8 @@ def test_the_site_pages_take_the_fast_path_for_their_plain_boxes(monkeypatch) ->
     assert made == [True, False]
 
 
-_CELL = st.lists(st.sampled_from(list("ab 1.[]()!<>&;#*_`\\|-:") + ["&#95;", "&amp;", "](x)", "µs", "矩阵", "  "]),
+_CELL = st.lists(st.sampled_from(list("ab 1.[]()!<>&;#xX*_`\\|-:") + ["&#95;", "&amp;", "&#", "&nbsp", "&copy;", "](x)", "µs",
+                                                                         "矩阵", "  "]),
                  max_size=8).map("".join)
 
 
