@@ -127,9 +127,14 @@ class Archive:
         Raises ``ReporterError`` naming the labels (or runs) that exist when nothing
         matches, and the candidates when a run id prefix is ambiguous.
         """
+        # Kept per selector: an archive's tables are not changed once loaded, and a label is one side
+        # of several comparisons (each side's own results, such as ok_samples, are then found once).
+        selections = self.__dict__.setdefault("_selections", {})
+        if selector in selections:
+            return selections[selector]
         runs = self._selected_runs(selector)
         keep = set(runs["run_id"].astype(str))
-        return replace(
+        selected = replace(
             self,
             runs=runs.reset_index(drop=True),
             environment=_rows_of(self.environment, keep),
@@ -138,6 +143,8 @@ class Archive:
             gpu_state=_rows_of(self.gpu_state, keep) if len(self.gpu_state.columns) else self.gpu_state,
             selector=selector,
         )
+        selections[selector] = selected
+        return selected
 
     def select_ids(self, selector: str) -> list[str]:
         """The run ids ``select(selector)`` keeps, without copying their rows."""
@@ -189,6 +196,15 @@ class Archive:
         again); those, and any of a failed attempt, are left out.
         """
         s, c = self.samples, self.cases
+        found = self.__dict__.get("_ok_samples")
+        if found is not None and found[0] is s and found[1] is c:
+            return found[2]
+        ok = self._ok_samples(s, c)
+        self.__dict__["_ok_samples"] = (s, c, ok)
+        return ok
+
+    @staticmethod
+    def _ok_samples(s: pd.DataFrame, c: pd.DataFrame) -> pd.DataFrame:
         if s.empty:
             return s
         ok = c[c["status"] == STATUS_OK]
