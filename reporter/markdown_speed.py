@@ -80,8 +80,9 @@ CELL_MAY_CHANGE_WITH_REFERENCES = re.compile(r"[`\\*_\[<\x02\x03]|  \n")
 _ONE_LINE = re.compile(r"<!--(?:(?!-->).)*-->|<pre\b[^>]*>(?:(?!</?pre\b).)*</pre>")
 # A ``&`` that starts a character or entity reference without ending it: md_in_html's parser completes those.
 _LOOSE_REFERENCE = re.compile(r"&(?=[#A-Za-z0-9])(?!#[0-9]+;|#[xX][0-9a-fA-F]+;|[A-Za-z0-9]+;)")
-# A reference definition anywhere: then any ``[`` may start a link.
-_REFERENCE = re.compile(r" {0,3}\[[^\]]+\]:")
+# A reference definition anywhere, at any indentation (one in a collapsible block counts): then any
+# ``[`` may start a link.
+_REFERENCE = re.compile(r"\s*\[[^\]]+\]:")
 # What Python-Markdown's serializer escapes in text: ``&`` not starting an entity, ``<``, ``>``.
 _BARE_AMP = re.compile(r"&(?!(?:#[0-9]+|#x[0-9a-f]+|[0-9a-z]+);)", re.IGNORECASE)
 

@@ -145,6 +145,7 @@ BOX_CASES = [
     BOX.format(table="| a | b |\n| --- | --- |"),
     BOX.format(table="| a | b |\n| -x- | --- |\n| 1 | 2 |"),
     BOX.format(table="| a | b |\n| --- | --- |\n| [0.9, 1.1] | [ref] |") + "\n\n[ref]: http://example.invalid/",
+    BOX.format(table="| a | b |\n| --- | --- |\n| [0.9, 1.1] | [ref] |") + '\n\n??? note "x"\n\n    [ref]: http://example.invalid/',
     '<div class="x">raw</div>\n\n' + BOX.format(table=TABLE),
     "<details markdown>\n\n" + BOX.format(table=TABLE) + "\n\n</details>",
     "<!-- generated -->\n\n" + BOX.format(table=TABLE) + '\n\n<pre class="ib-pre"><code>run &quot;x&quot;</code></pre>',
