@@ -18,7 +18,7 @@ import math
 import re
 import shlex
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -175,12 +175,21 @@ def compute_article(
     )
 
 
+def _of_side(a: Archive, compute: Callable[[Archive], Any]) -> Any:
+    """``compute(a)`` once per side: ``Archive.select`` gives a label's side back as the same object
+    to each comparison it is in (the result is read, never changed)."""
+    found = a.__dict__.setdefault("_article_parts", {})
+    if compute not in found:
+        found[compute] = compute(a)
+    return found[compute]
+
+
 def _language_free(archive: Archive, spec: ComparisonSpec, c: Comparison,
                    families: Mapping[str, str] | None) -> dict[str, Any]:
     """The parts of ``compute_article`` that read the archive and no message catalogue."""
     sides = {role: archive.select(sel) for role, sel in (("baseline", spec.baseline), ("candidate", spec.candidate))}
     families = {**dict(families or {}), **recorded_families(archive)}
-    fps = {role: _fingerprint(a) for role, a in sides.items()}
+    fps = {role: _of_side(a, _fingerprint) for role, a in sides.items()}
     devices = {role: distinct(a.runs["device_name"]) for role, a in sides.items()}
     rows_df = _contract_rows(c, families)
     rows_df = rows_df[~rows_df["metric"].isin(HIDDEN_METRICS)].reset_index(drop=True)
@@ -197,8 +206,8 @@ def _language_free(archive: Archive, spec: ComparisonSpec, c: Comparison,
         "device": ", ".join(distinct(devices["baseline"] + devices["candidate"])) or "?",
         "rows_df": rows_df,
         "case_notes": case_notes,
-        "units": {role: _unit_moments(a) for role, a in sides.items()},
-        "latency": {role: _latency_samples(a) for role, a in sides.items()},
+        "units": {role: _of_side(a, _unit_moments) for role, a in sides.items()},
+        "latency": {role: _of_side(a, _latency_samples) for role, a in sides.items()},
         "confounders": _confounders(fps["baseline"], fps["candidate"]),
         "cross_device": devices["baseline"] != devices["candidate"]
         or distinct(sides["baseline"].runs["device_type"]) != distinct(sides["candidate"].runs["device_type"]),

@@ -64,7 +64,8 @@ Hook = Callable[[Any], str]
 def render_cells(table: Table, hooks: Mapping[str, Hook]) -> list[list[str]]:
     """Every cell of ``table`` as text, through the hook of its column's kind (``text`` when unknown)."""
     fallback = hooks["text"]
-    return [[hooks.get(c.kind, fallback)(v) for c, v in zip(table.columns, row)] for row in table.rows]
+    shown = [hooks.get(c.kind, fallback) for c in table.columns]
+    return [[f(v) for f, v in zip(shown, row)] for row in table.rows]
 
 
 def render_markdown(table: Table, hooks: Mapping[str, Hook], *, title: Hook = str, boxed: bool = True) -> str:
