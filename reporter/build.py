@@ -59,6 +59,7 @@ from reporter.publish import check_targets, publish_site
 from reporter.site_config import LanguageBuild, build_public, language_prefix, site_nav
 from reporter.render import LANGUAGES, Messages, render_page
 from reporter.run_cache import fingerprint
+from reporter.tables import Table
 from reporter.terminal import inert
 from reporter.views import RAW_FILES, ArticleView, ChartView, WorkloadInfo, load_workloads
 
@@ -664,7 +665,8 @@ def _charts_of(view: Any) -> list[ChartView]:
     seen: set[int] = set()
     while stack:
         item = stack.pop()
-        if type(item) in _LEAVES or id(item) in seen:  # most of a view's items are its texts and figures
+        # Most of a view's items are its texts and figures, and its tables' cells (a table holds no chart).
+        if type(item) in _LEAVES or isinstance(item, Table) or id(item) in seen:
             continue
         seen.add(id(item))
         if isinstance(item, ChartView):

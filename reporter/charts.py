@@ -83,6 +83,8 @@ def _char_width(c: str) -> int:
 
 def text_width(text: str) -> int:
     """``text``'s width in Latin characters (a Chinese character counts two)."""
+    if text.isascii():
+        return len(text)
     return sum(_char_width(c) for c in text)
 
 

@@ -319,7 +319,8 @@ def trends_views(inputs: Sequence[TrendInput], workloads: Mapping[str, WorkloadI
             for workload, w_rows in fam_rows.groupby("workload", sort=True):
                 info = workloads.get(str(workload))
                 title = info.title_in(lang) if info else str(workload)
-                present = [lab for lab in order if lab in set(w_rows["label"].astype(str))]
+                shown = set(w_rows["label"].astype(str))
+                present = [lab for lab in order if lab in shown]
                 table = TableView([_col(t, "case"), _col(t, "metric")] +
                                   [Column(lab, "median_ci", True) for lab in present])
                 points = []
