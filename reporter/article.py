@@ -133,7 +133,7 @@ def compute_article(
     # What does not depend on the language is computed once per comparison, whatever the number of languages.
     base_key = ("article-base", id(c), spec.baseline, spec.candidate, spec.run_ids, tuple(sorted((families or {}).items())))
     if base_key not in cache:
-        cache[base_key] = (c, _language_free(archive, spec, c, families))
+        cache[base_key] = (c, _language_free(archive, spec, c, families, cache))
     b = cache[base_key][1]
     sides, families, fps, devices, device = b["sides"], b["families"], b["fps"], b["devices"], b["device"]
     rows_df, units, confounders, cross_device = b["rows_df"], b["units"], b["confounders"], b["cross_device"]
@@ -175,21 +175,19 @@ def compute_article(
     )
 
 
-def _of_side(a: Archive, compute: Callable[[Archive], Any]) -> Any:
-    """``compute(a)`` once per side: ``Archive.select`` gives a label's side back as the same object
-    to each comparison it is in (the result is read, never changed)."""
-    found = a.__dict__.setdefault("_article_parts", {})
-    if compute not in found:
-        found[compute] = compute(a)
-    return found[compute]
-
-
 def _language_free(archive: Archive, spec: ComparisonSpec, c: Comparison,
-                   families: Mapping[str, str] | None) -> dict[str, Any]:
+                   families: Mapping[str, str] | None, cache: dict[Any, Any]) -> dict[str, Any]:
     """The parts of ``compute_article`` that read the archive and no message catalogue."""
+
+    def of_side(a: Archive, compute: Callable[[Archive], Any]) -> Any:  # a label is a side of several articles
+        key = (compute.__name__, a.selector, spec.run_ids)
+        if key not in cache:
+            cache[key] = compute(a)
+        return cache[key]
+
     sides = {role: archive.select(sel) for role, sel in (("baseline", spec.baseline), ("candidate", spec.candidate))}
     families = {**dict(families or {}), **recorded_families(archive)}
-    fps = {role: _of_side(a, _fingerprint) for role, a in sides.items()}
+    fps = {role: of_side(a, _fingerprint) for role, a in sides.items()}
     devices = {role: distinct(a.runs["device_name"]) for role, a in sides.items()}
     rows_df = _contract_rows(c, families)
     rows_df = rows_df[~rows_df["metric"].isin(HIDDEN_METRICS)].reset_index(drop=True)
@@ -206,8 +204,8 @@ def _language_free(archive: Archive, spec: ComparisonSpec, c: Comparison,
         "device": ", ".join(distinct(devices["baseline"] + devices["candidate"])) or "?",
         "rows_df": rows_df,
         "case_notes": case_notes,
-        "units": {role: _of_side(a, _unit_moments) for role, a in sides.items()},
-        "latency": {role: _of_side(a, _latency_samples) for role, a in sides.items()},
+        "units": {role: of_side(a, _unit_moments) for role, a in sides.items()},
+        "latency": {role: of_side(a, _latency_samples) for role, a in sides.items()},
         "confounders": _confounders(fps["baseline"], fps["candidate"]),
         "cross_device": devices["baseline"] != devices["candidate"]
         or distinct(sides["baseline"].runs["device_type"]) != distinct(sides["candidate"].runs["device_type"]),
