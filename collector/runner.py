@@ -165,7 +165,8 @@ class Worker:
         self.log_path = log_path
         self.started = time.monotonic()
         self.ready: dict[str, Any] | None = None  # the worker's "ready" message, once received
-        self.ready_at: float | None = None  # when it arrived (monotonic)
+        self.ready_at: float | None = None  # when it arrived, or its "prepared" (monotonic)
+        self.preparing = False  # a ``prepare`` was sent; ready only once it is answered
         self._log = open(log_path, "ab")
         self._mark = 0
         child_env = dict(os.environ if env is None else env)
@@ -202,7 +203,7 @@ class Worker:
                         message = json.loads(line[len(PROTOCOL_PREFIX):])
                     except json.JSONDecodeError:
                         continue
-                    if self.ready_at is None and isinstance(message, dict) and message.get("event") == "ready":
+                    if isinstance(message, dict) and message.get("event") == ("prepared" if self.preparing else "ready"):
                         self.ready_at = time.monotonic()  # a spare may be waited for long after
                     self._messages.put(message)
         except (OSError, ValueError):
@@ -221,7 +222,22 @@ class Worker:
             raise WorkerDied(f"worker sent {reply.get('event')!r} before it was ready")
         if reply.get("error"):
             raise WorkerDied(str(reply["error"]))
+        if self.preparing:
+            try:
+                prepared = self.receive(timeout)
+            except WorkerTimeout:
+                raise WorkerDied(f"worker did not import its cases' packages within {timeout:g} s") from None
+            if prepared.get("event") != "prepared" or prepared.get("error"):
+                raise WorkerDied(f"worker could not prepare for its cases: {prepared.get('error') or prepared.get('event')!r}")
+            reply = {**reply, **{k: v for k, v in prepared.items() if k != "event"}}
         self.ready = reply
+
+    def prepare(self, preload: tuple[str, ...], fork_server: bool) -> None:
+        """Ask a worker started before its cases were planned to get ready for them: start
+        the fork server if its cases fork, and import the packages they build with. The
+        command waits in the pipe while the worker still imports torch."""
+        self.preparing = True
+        self.send({"cmd": "prepare", "preload": list(preload), "fork_server": fork_server})
 
     def send(self, message: dict[str, Any]) -> None:
         assert self.proc.stdin is not None
@@ -470,6 +486,40 @@ class Progress:
             self._bar.stop()
 
 
+@dataclass
+class EarlyWorkers:
+    """Workers started before the stacks are probed, so their imports overlap the probe.
+
+    Probing a stack (its interpreter importing torch, the fingerprint, the device) took
+    8 s before the first worker even started on a freshly booted GPU host, and a worker's
+    imports 13 s more. Started at once, the workers import torch while the probe runs;
+    once the cases are planned, each is told what to prepare (``Worker.prepare``). At
+    most ``PRESTART_MAX``, process-major (the order the tasks run in).
+    """
+
+    workers: dict[tuple[int, int], Worker]
+    log_dir: Path
+
+    @classmethod
+    def start(cls, options: RunOptions) -> "EarlyWorkers":
+        log_dir = Path(tempfile.mkdtemp(prefix="imagebench-workers-"))
+        workers: dict[tuple[int, int], Worker] = {}
+        keys = [(s, p) for p in range(options.processes) for s in range(len(options.stacks))]
+        for s, p in keys[:PRESTART_MAX]:
+            stack = options.stacks[s]
+            try:
+                workers[(s, p)] = Worker(stack.python, log_dir / f"stack{s}-{p}.log", env=stack.environ())
+            except RunError:
+                break  # an interpreter that does not start: the probe says so
+        return cls(workers, log_dir)
+
+    def kill(self) -> None:
+        for worker in self.workers.values():
+            worker.kill()
+        self.workers.clear()
+        shutil.rmtree(self.log_dir, ignore_errors=True)
+
+
 def forks_in(workload: str, process: int) -> bool:
     """True when ``workload`` forks children from the fork server in worker process ``process``."""
     w = registry()[workload]
@@ -479,19 +529,21 @@ def forks_in(workload: str, process: int) -> bool:
 class Runner:
     """Executes a plan of tasks across stacks and processes, writing as it goes."""
 
-    def __init__(self, options: RunOptions, planned: list[Planned], progress: bool = True) -> None:
+    def __init__(self, options: RunOptions, planned: list[Planned], progress: bool = True, early: EarlyWorkers | None = None) -> None:
         self.options = options
         self.planned = planned
         self.workers: dict[tuple[int, int], Worker] = {}
         # Workers started ahead of their turn (``prestart``), idle until their first case.
         self.spares: dict[tuple[int, int], Worker] = {}
+        # Workers started while the stacks were probed, not yet told what their cases need.
+        self.early = early.workers if early is not None else {}
         self.progress_enabled = progress
         self.in_flight: Task | None = None
         self.in_flight_started = 0.0
         self.worker_start_s = 0.0  # the longest a worker took to start (adaptive replication plans with it)
         # Worker stderr goes to scratch logs outside the archive; a failure's record
         # carries the end of its log, and the logs go when the run ends.
-        self.log_dir = Path(tempfile.mkdtemp(prefix="imagebench-workers-"))
+        self.log_dir = early.log_dir if early is not None else Path(tempfile.mkdtemp(prefix="imagebench-workers-"))
 
     # -- planning --------------------------------------------------------------------
     def tasks(self, done: set[tuple[int, str, int]]) -> list[Task]:
@@ -548,8 +600,16 @@ class Runner:
         planned = self.planned[key[0]]
         log = self.log_dir / f"{planned.writer.label}-{key[1]}.log"
         preload = tuple(sorted({m for c in planned.cases for m in packages_for(c.params)}))
+        fork_server = any(forks_in(c.workload, key[1]) for c in planned.cases)
+        early = self.early.pop(key, None)
+        if early is not None:
+            try:
+                early.prepare(preload, fork_server)
+                return early
+            except WorkerDied:
+                early.kill()  # died while the stack was probed: start another, which reports why
         env = planned.stack.environ()
-        if any(forks_in(c.workload, key[1]) for c in planned.cases):
+        if fork_server:
             env = {**(os.environ if env is None else env), FORK_SERVER_ENV: "1"}
         return Worker(planned.stack.python, log, env=env, preload=preload)
 
@@ -591,9 +651,10 @@ class Runner:
             for worker in self.workers.values():
                 worker.close()
             self.workers.clear()
-            for worker in self.spares.values():  # started for tasks that never ran (a failed stack)
+            for worker in [*self.spares.values(), *self.early.values()]:  # for tasks that never ran
                 worker.kill()
             self.spares.clear()
+            self.early.clear()
             shutil.rmtree(self.log_dir, ignore_errors=True)
 
     # -- adaptive replication -----------------------------------------------------------
@@ -681,6 +742,8 @@ class Runner:
             self.workers.pop(key).kill()
         for key in list(self.spares):
             self.spares.pop(key).kill()
+        for key in list(self.early):
+            self.early.pop(key).kill()
 
     def case_timeout(self, case: Case) -> float:
         if self.options.case_timeout is not None:
@@ -1063,9 +1126,12 @@ def execute(
         signal.signal(s, on_signal)
     planned: list[Planned] = []
     runner: Runner | None = None
+    early: EarlyWorkers | None = None
     locks: list[RunLock] = []
     started = False
     try:
+        if resume is None:
+            early = EarlyWorkers.start(options)
         if resume is not None:
             _lock(resume, locks)  # before the run's files are read: one writer per run
             p, done = resume_run(resume, options)
@@ -1078,7 +1144,8 @@ def execute(
         if on_start:
             started = True
             on_start(planned)
-        runner = Runner(options, planned, progress=progress)
+        runner = Runner(options, planned, progress=progress, early=early)
+        early = None  # the runner's now
         runner.run(runner.tasks(done))
         if options.adaptive_s:
             runner.replicate(options.adaptive_s)
@@ -1101,6 +1168,8 @@ def execute(
             raise failures[0] from e
         raise  # after a failed write, that first error is the one that says why
     finally:
+        if early is not None:  # stopped before the runner took them
+            early.kill()
         for lock in locks:
             lock.release()
         for s, handler in previous.items():

@@ -302,7 +302,12 @@ def serve(stdin: IO[str], proto: IO[str]) -> None:
         if cmd == "exit":
             _stop_fork_server()
             return
-        if cmd == "probe":
+        if cmd == "prepare":
+            try:
+                reply({"event": "prepared", **_prepare(",".join(message.get("preload") or []), bool(message.get("fork_server")))})
+            except Exception as e:
+                reply({"event": "prepared", "error": f"{type(e).__name__}: {e}"})
+        elif cmd == "probe":
             try:
                 from collector.fingerprint import collect_fingerprint
 
@@ -372,10 +377,21 @@ def _ready() -> dict[str, Any]:
         import torch
     except BaseException as e:  # a broken stack: the parent reports it once, clearly
         return {"event": "ready", "pid": os.getpid(), "error": f"cannot import torch: {type(e).__name__}: {e}"}
+    prepared = _prepare(os.environ.get(PRELOAD_ENV, ""), os.environ.get(FORK_SERVER_ENV) == "1")
+    return {"event": "ready", "pid": os.getpid(), "torch": torch.__version__, **prepared}
+
+
+def _prepare(preload: str, fork_server: bool) -> dict[str, Any]:
+    """Start the fork server when asked, then import the packages of ``preload`` (comma-separated).
+
+    At start-up from the environment, or later by the ``prepare`` command: a worker started
+    while the collector still probes the stack learns its cases' packages only then.
+    """
     import importlib
 
+    os.environ[PRELOAD_ENV] = preload  # the fork server imports them too (``fork_context``)
     server = None
-    if os.environ.get(FORK_SERVER_ENV) == "1":
+    if fork_server:
         # Started first: it imports torch and the model libraries on its own while this
         # process does the same (``collector.workloads._models.fork_context``).
         try:
@@ -385,18 +401,18 @@ def _ready() -> dict[str, Any]:
         except Exception:
             pass  # its cases start it themselves, or spawn
     preloaded = []
-    for name in filter(None, os.environ.get(PRELOAD_ENV, "").split(",")):
+    for name in filter(None, preload.split(",")):
         try:
             importlib.import_module(name)
             preloaded.append(name)
         except Exception:
             pass
-    fork_server = None
+    pid = None
     if server is not None and _fork_server_ready(server):
         from multiprocessing import forkserver
 
-        fork_server = forkserver._forkserver._forkserver_pid  # its pid, for the logs and tests
-    return {"event": "ready", "pid": os.getpid(), "torch": torch.__version__, "preloaded": preloaded, "fork_server": fork_server}
+        pid = forkserver._forkserver._forkserver_pid  # its pid, for the logs and tests
+    return {"preloaded": preloaded, "fork_server": pid}
 
 
 def _fork_server_ready(mp: Any, timeout: float = 300.0) -> bool:

@@ -7,7 +7,7 @@ import random
 from pathlib import Path
 
 from collector.archive import RunWriter, read_run
-from collector.runner import Planned, Runner, RunOptions, Stack
+from collector.runner import Planned, Runner, RunOptions, Stack, Task
 from collector.workloads import Case, DeviceInfo
 
 WIDE = Case("matmul", {"n": 64, "dtype": "fp32"})
@@ -104,3 +104,48 @@ def test_a_model_library_that_does_not_import_is_left_to_its_cases(monkeypatch):
     reply = worker._ready()
     assert reply["event"] == "ready" and "error" not in reply
     assert reply["preloaded"] == ["json"]
+
+
+def test_workers_started_before_the_probe_are_prepared_for_their_planned_cases(tmp_path):
+    """``EarlyWorkers``: started while the stack is probed, then told their cases' packages
+    and whether their cases fork (only process 0 forks numerics' child, one process a case)."""
+    import sys
+
+    from collector.runner import EarlyWorkers
+
+    writer = RunWriter.create(tmp_path / "runs", "early")
+    cases = [Case("inference", {"model": "resnet18", "batch": 1}), Case("numerics", {"model": "cnn-tiny"})]
+    planned = Planned(Stack(sys.executable), DeviceInfo(type="cpu", name="cpu"), [], writer, cases,
+                      run_entries={"suite": "smoke"})
+    options = RunOptions(out=tmp_path / "runs", stacks=[planned.stack], processes=2)
+    early = EarlyWorkers.start(options)
+    started = dict(early.workers)
+    assert set(started) == {(0, 0), (0, 1)}
+    runner = Runner(options, [planned], progress=False, early=early)
+    try:
+        runner.prestart(runner.tasks(set()))
+        assert not runner.early and {k: id(w) for k, w in runner.spares.items()} == {k: id(w) for k, w in started.items()}
+        first = runner.worker_for(Task(0, 0, cases[0]))
+        assert first is started[(0, 0)]
+        assert first.ready["preloaded"] == ["torchvision"] and isinstance(first.ready["fork_server"], int)
+        second = runner.worker_for(Task(0, 1, cases[0]))
+        assert second.ready["preloaded"] == ["torchvision"] and second.ready["fork_server"] is None
+        # Ready means prepared: the start-up time counts the model libraries' import too.
+        assert first.ready_at is not None and first.ready_at - first.started > 0
+    finally:
+        runner.kill_workers()
+    assert all(w.proc.poll() is not None for w in started.values())
+
+
+def test_early_workers_of_a_run_that_never_starts_are_stopped(tmp_path):
+    from collector.runner import EarlyWorkers, RunError, execute
+
+    options = RunOptions(out=tmp_path / "runs", stacks=[Stack("/no/such/python")], processes=2)
+    early = EarlyWorkers.start(options)
+    assert early.workers == {}  # the interpreter does not start: nothing is left running
+    early.kill()
+    assert not early.log_dir.exists()
+    import pytest
+
+    with pytest.raises(RunError, match="/no/such/python"):
+        execute(options, progress=False)

@@ -70,7 +70,9 @@ def packages_for(params: Mapping[str, Any]) -> tuple[str, ...]:
     """
     model = str(params.get("model", ""))
     if is_bert(model):
-        return ("transformers",)
+        # BERT's own module, not only the package: transformers imports its models lazily, and
+        # the first BertForSequenceClassification of a process took 1-3 s more (modeling_utils).
+        return ("transformers.models.bert.modeling_bert",)
     if model.startswith("resnet"):
         return ("torchvision",)
     return ()
