@@ -1,15 +1,16 @@
 """Stop rule: what a cheaper timing policy would have cost recorded runs in CI width.
 
-Re-cuts the recorded samples of some runs as a stricter stop rule would have stopped
-them (for each case, process and ``time`` metric: at least ``--min-samples`` blocks,
-then stop once the distribution-free 95% CI of the median is within ``--target``, or
-once ``--budget`` seconds of measured time are spent, as ``collector.timing`` does),
-every run of the stacks named alike, then compares pairs of runs of one stack with the reporter's own model, before and after
-the cut: the median CI half-width of the ratio (an A/A pair) and the share of samples kept.
-The measured time a block cost is its iterations times its per-iteration value (a GPU
-case's cache flush between calls is not counted, so the time saved is a lower bound).
+Cuts the recorded samples short where a cheaper stop rule would have stopped: for each
+case, process and ``time`` metric, at least ``--min-samples`` blocks, then stop once the
+distribution-free 95% CI of the median is within ``--target``, or once ``--budget``
+seconds of measured time are spent (the rule of ``collector.timing``). Every run of the
+labels named is cut, since the reporter moderates a case's spread with the other runs of
+its stack. Then each pair of runs is compared with the reporter's own model, as recorded
+and as cut: the median CI half-width of the ratio (for an A/A pair, the width noise alone
+gives), and the share of samples kept. A block's measured time is its iterations times
+its per-iteration value; a GPU case's cache flush between calls is not counted.
 
-    python benchmarks/stop_rule.py RUNS_DIR LABEL@RUN_A LABEL@RUN_B [--pair ...] \\
+    python benchmarks/stop_rule.py RUNS_DIR LABEL@RUN_A LABEL@RUN_B [--pair C D ...] \\
         [--min-samples 10 --budget 1.0 --target 0.01] [--workload matmul ...]
 """
 
