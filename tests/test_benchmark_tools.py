@@ -1,0 +1,47 @@
+"""The benchmark tools that read recorded runs: the stop-rule re-cut and the run-time profile."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+import run_time  # noqa: E402
+import stop_rule  # noqa: E402
+
+RUN = ROOT / "runs" / "h100-torch-2.11.0-cu130" / "20261205T194302Z-777a80-5bce98"
+
+
+def test_the_stop_rule_waits_for_its_minimum_then_stops_on_a_narrow_ci():
+    assert stop_rule.stop_at([1.0] * 40, [1] * 40, min_samples=10, budget_s=100.0, target=0.01) == 10
+
+
+def test_the_stop_rule_stops_on_the_budget_when_the_ci_stays_wide():
+    values = [1.0 if i % 2 else 2.0 for i in range(40)]  # a median CI as wide as the median
+    # Blocks of one iteration, 2 s and 1 s in turn: 12 s are spent after 8 blocks; a
+    # minimum of 10 blocks still holds past the budget.
+    assert stop_rule.stop_at(values, [1] * 40, min_samples=10, budget_s=12.0, target=0.01) == 10
+    assert stop_rule.stop_at(values, [1] * 40, min_samples=4, budget_s=12.0, target=0.01) == 8
+
+
+def test_the_stop_rule_keeps_a_short_list_whole():
+    assert stop_rule.stop_at([1.0, 2.0, 3.0], [1, 1, 1], min_samples=10, budget_s=1.0, target=0.01) == 3
+
+
+@pytest.mark.skipif(not RUN.is_dir(), reason="the recorded H100 run is not in this checkout")
+def test_the_run_time_profile_adds_up_to_the_recorded_durations():
+    import pyarrow.parquet as pq
+
+    whole, by_workload = run_time.profile(RUN)
+    cases = pq.read_table(RUN / "cases.parquet").to_pandas()
+    assert whole["attempts"] == len(cases) == 291
+    assert whole["inside cases s"] == pytest.approx(cases["duration_s"].sum())
+    assert by_workload["seconds"].sum() == pytest.approx(whole["inside cases s"])
+    assert by_workload.loc["matmul", "attempts"] == 90
+    # what the samples measured never exceeds the time the attempts took
+    assert (by_workload["measured"] <= by_workload["seconds"] + 1e-6).all()
+    assert 0 < whole["first case after start s"] < 60 and 0 <= whole["tail after last case s"] < 60
