@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import random
+import shutil
 from pathlib import Path
 
 from collector.archive import RunWriter, read_run
@@ -95,6 +96,7 @@ def test_workers_start_together_before_the_first_case_with_their_model_libraries
         assert runner.worker_start_s == max(w.ready_at - w.started for w in spares.values())
     finally:
         runner.kill_workers()
+        shutil.rmtree(runner.log_dir, ignore_errors=True)  # run() would have removed it
 
 
 def test_a_model_library_that_does_not_import_is_left_to_its_cases(monkeypatch):
@@ -134,6 +136,7 @@ def test_workers_started_before_the_probe_are_prepared_for_their_planned_cases(t
         assert first.ready_at is not None and first.ready_at - first.started > 0
     finally:
         runner.kill_workers()
+        shutil.rmtree(runner.log_dir, ignore_errors=True)  # run() would have removed it
     assert all(w.proc.poll() is not None for w in started.values())
 
 

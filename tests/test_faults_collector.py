@@ -196,7 +196,8 @@ def test_sigkill_part_way_then_resume_matches_an_uninterrupted_run(tmp_path):
 
     # process 0 runs the matmul, then waits at the gate: kill -9 the collector there
     out = tmp_path / "runs"
-    proc = collector(*args, "--out", str(out), env=collector_env(**{GATE_ENV: str(gate)}))
+    # TMPDIR: the worker logs a SIGKILLed collector cannot remove stay in the test's folder
+    proc = collector(*args, "--out", str(out), env=collector_env(**{GATE_ENV: str(gate), "TMPDIR": str(tmp_path)}))
     wait_until(lambda: finished_attempts(out) == {(MATMUL, 0): "ok"}, proc)
     wait_until(lambda: workers_of(proc.pid), proc)
     time.sleep(0.5)

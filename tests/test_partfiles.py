@@ -114,7 +114,8 @@ def _collector(*args: str, env: dict) -> subprocess.Popen:
 def test_kill_9_mid_run_loses_at_most_the_case_in_flight(tmp_path):
     """kill -9 the collector while it records: every attempt finished before the kill reads back."""
     out = tmp_path / "runs"
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "IMAGEBENCH_EXTRA_WORKLOADS": "tests.fault_workloads"}
+    # TMPDIR: the worker logs a SIGKILLed collector cannot remove stay in the test's folder
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "IMAGEBENCH_EXTRA_WORKLOADS": "tests.fault_workloads", "TMPDIR": str(tmp_path)}
     proc = _collector("run", "--suite", "smoke", "--only", "fault_ok", "--only", "matmul[dtype=fp32,n=64]",
                       "--processes", "3", "--label", "kill9", "--out", str(out), "--no-progress", env=env)
     deadline = time.monotonic() + 240
