@@ -58,9 +58,13 @@ def load_run(stdout: str) -> tuple[dict[str, str], list[dict], list[dict]]:
 
 
 def test_two_node_agents_meet_in_a_c10d_rendezvous_and_each_records_its_part(tmp_path):
-    results = run_nodes(tmp_path, "--only", "multigpu*nodes=2*replicas=2*")
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    results = run_nodes(tmp_path, "--only", "multigpu*nodes=2*replicas=2*", env={"TMPDIR": str(tmp)})
     for rc, out, err in results:
         assert rc == 0, err[-3000:]
+    # torchrun's log folders went with each case's own scratch folder, none left behind
+    assert not list(tmp.glob("torchelastic_*"))
     runs = [load_run(out) for _, out, _ in results]
     times = []
     for rank, (env, cases, metrics) in enumerate(runs):

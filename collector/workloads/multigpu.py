@@ -233,6 +233,9 @@ def run_ddp(params: Mapping[str, Any], ctx: Any, *, script: Path | None = None, 
         threads = max(1, ctx.info.cpu_count // k)
         env["OMP_NUM_THREADS"] = str(threads)
     with tempfile.TemporaryDirectory(prefix="imagebench-ddp-") as folder:
+        # torchrun keeps its per-run log folder (``torchelastic_*``) in the temp folder and
+        # never removes it: one per case, left in /tmp. Here it goes with the case's folder.
+        env["TMPDIR"] = folder
         out = os.path.join(folder, "node.json")
         script_args = [
             "--model", params["model"],
