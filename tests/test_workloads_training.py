@@ -139,18 +139,45 @@ def test_compile_counts_graph_breaks_and_recompiles():
     assert recompiles is not None and recompiles >= 1
 
 
-def test_compile_smoke_cases_compile_for_real():
+def test_compile_smoke_cases_compile_for_real(tmp_path, monkeypatch):
+    from torch._inductor import codecache
+
     listed = registry()["compile"].cases("smoke", INFO)
     assert [p["mode"] for p in listed] == ["eager", "compile"]
     eager = run_case("compile", listed[0])
     assert_step_times(eager, minimum=3)
+    # torch's own folder for precompiled headers, empty here, as on a fresh machine
+    default = tmp_path / "torchinductor" / "precompiled_headers"
+    if isinstance(getattr(codecache, "_HEADER_DIR", None), str):
+        monkeypatch.setattr(codecache, "_HEADER_DIR", str(default))
+        monkeypatch.setattr(codecache, "_HEADER_LOCK_DIR", str(default / "locks"))
+        codecache._precompile_header.cache_clear()
     ctx = run_case("compile", listed[1])  # inductor, C++ for the CPU: tens of seconds on two cores
+    # the case's headers were made in its own fresh cache folder and went with it
+    assert not default.exists()
     values = recorded(ctx)
     assert len(values["compile_time"]) == 1 and values["compile_time"][0] > 0
     assert_step_times(ctx, minimum=3)
     assert values["graph_breaks"] == [0] and values["recompiles"] == [0]
     # the compile is cold: the first step took longer than any steady-state step
     assert values["compile_time"][0] > max(values["time"])
+
+
+def test_fresh_compile_caches_move_inductors_precompiled_headers_and_put_them_back():
+    import os
+
+    from torch._inductor import codecache
+
+    from collector.workloads._models import fresh_compile_caches
+
+    if not isinstance(getattr(codecache, "_HEADER_DIR", None), str):
+        pytest.skip("this torch keeps no precompiled-header folder of its own")
+    before = (codecache._HEADER_DIR, codecache._HEADER_LOCK_DIR)
+    with fresh_compile_caches() as folder:
+        assert codecache._HEADER_DIR.startswith(folder) and codecache._HEADER_LOCK_DIR.startswith(folder)
+        assert os.environ["TORCHINDUCTOR_CACHE_DIR"].startswith(folder)
+        assert codecache._precompile_header.cache_info().currsize == 0  # no path made before is reused
+    assert (codecache._HEADER_DIR, codecache._HEADER_LOCK_DIR) == before
 
 
 def test_a_model_built_again_from_the_same_seed_is_a_copy_that_leaves_the_generator_where_a_build_would():
