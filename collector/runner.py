@@ -486,15 +486,43 @@ class Progress:
             self._bar.stop()
 
 
+def speculated(options: RunOptions) -> tuple[tuple[str, ...], set[int]]:
+    """What workers started before the probe get ready for: the model packages their cases
+    will likely build with, and the process indices whose cases will likely fork.
+
+    The cases are planned without the device, for each device type ``--device`` allows,
+    with ``--suite`` or each type's default suite, and ``--only``: the union. A guess only
+    ever costs time: ``Worker.prepare`` then asks for the planned packages and fork server,
+    and the worker stops a fork server it does not need or that lacks a package.
+    """
+    types = [options.device] if options.device in ("cpu", "cuda") else ["cuda", "cpu"]
+    cpus = os.cpu_count() or 1
+    packages: set[str] = set()
+    forking: set[int] = set()
+    for device_type in types:
+        cuda = device_type == "cuda"
+        device = DeviceInfo(type=device_type, name="", count=int(cuda), bf16=True, fp16=True, tf32=cuda, cpu_count=cpus)
+        try:
+            cases = plan_cases(options.suite or default_suite(device_type), device, options.only)
+        except RunError:
+            continue  # no such suite, or no case on this type: the probe's planning says so
+        packages.update(m for c in cases for m in packages_for(c.params))
+        forking.update(p for p in range(options.processes) if any(forks_in(c.workload, p) for c in cases))
+    return tuple(sorted(packages)), forking
+
+
 @dataclass
 class EarlyWorkers:
     """Workers started before the stacks are probed, so their imports overlap the probe.
 
     Probing a stack (its interpreter importing torch, the fingerprint, the device) took
     8 s before the first worker even started on a freshly booted GPU host, and a worker's
-    imports 13 s more. Started at once, the workers import torch while the probe runs;
-    once the cases are planned, each is told what to prepare (``Worker.prepare``). At
-    most ``PRESTART_MAX``, process-major (the order the tasks run in).
+    imports 13 s more. Started at once, the workers import torch while the probe runs,
+    with the model packages and the fork server that the cases will likely need
+    (``speculated``): on an H100 host, the first worker's fork server, started only once
+    the cases were planned, had kept the first case waiting 12 s after the probe. Once the
+    cases are planned, each is told what to prepare (``Worker.prepare``). At most
+    ``PRESTART_MAX``, process-major (the order the tasks run in).
     """
 
     workers: dict[tuple[int, int], Worker]
@@ -505,10 +533,14 @@ class EarlyWorkers:
         log_dir = Path(tempfile.mkdtemp(prefix="imagebench-workers-"))
         workers: dict[tuple[int, int], Worker] = {}
         keys = [(s, p) for p in range(options.processes) for s in range(len(options.stacks))]
+        preload, forking = speculated(options)
         for s, p in keys[:PRESTART_MAX]:
             stack = options.stacks[s]
+            env = stack.environ()
+            if p in forking:
+                env = {**(os.environ if env is None else env), FORK_SERVER_ENV: "1"}
             try:
-                workers[(s, p)] = Worker(stack.python, log_dir / f"stack{s}-{p}.log", env=stack.environ())
+                workers[(s, p)] = Worker(stack.python, log_dir / f"stack{s}-{p}.log", env=env, preload=preload)
             except RunError:
                 break  # an interpreter that does not start: the probe says so
         return cls(workers, log_dir)

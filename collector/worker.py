@@ -389,6 +389,14 @@ def _prepare(preload: str, fork_server: bool) -> dict[str, Any]:
     """
     import importlib
 
+    global _SERVER_PRELOAD
+    wanted = [name for name in preload.split(",") if name]
+    running = _fork_server_pid() is not None
+    if running and not (fork_server and set(wanted) <= _SERVER_PRELOAD):
+        # Started on a guess before the cases were planned (``runner.speculated``): one
+        # that is not needed, or lacks a package the children would import in their case.
+        _discard_fork_server()
+        running = False
     os.environ[PRELOAD_ENV] = preload  # the fork server imports them too (``fork_context``)
     server = None
     if fork_server:
@@ -397,11 +405,13 @@ def _prepare(preload: str, fork_server: bool) -> dict[str, Any]:
         try:
             from collector.workloads._models import fork_context
 
-            server = fork_context(start=True)
+            server = fork_context(start=not running)
+            if not running:
+                _SERVER_PRELOAD = frozenset(wanted)
         except Exception:
             pass  # its cases start it themselves, or spawn
     preloaded = []
-    for name in filter(None, preload.split(",")):
+    for name in wanted:
         try:
             importlib.import_module(name)
             preloaded.append(name)
@@ -409,10 +419,30 @@ def _prepare(preload: str, fork_server: bool) -> dict[str, Any]:
             pass
     pid = None
     if server is not None and _fork_server_ready(server):
-        from multiprocessing import forkserver
-
-        pid = forkserver._forkserver._forkserver_pid  # its pid, for the logs and tests
+        pid = _fork_server_pid()  # for the logs and tests
     return {"preloaded": preloaded, "fork_server": pid}
+
+
+_SERVER_PRELOAD: frozenset[str] = frozenset()  # the packages the running fork server imported
+
+
+def _fork_server_pid() -> int | None:
+    """The pid of this worker's fork server, when it has started one."""
+    forkserver = sys.modules.get("multiprocessing.forkserver")
+    return getattr(getattr(forkserver, "_forkserver", None), "_forkserver_pid", None)
+
+
+def _discard_fork_server() -> None:
+    """Kill a fork server that has forked nothing yet and reap it, without waiting for its
+    imports to finish (a server still importing reads its stop request only after them)."""
+    pid = _fork_server_pid()
+    if pid is None:
+        return
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except OSError:
+        pass
+    _stop_fork_server()
 
 
 def _fork_server_ready(mp: Any, timeout: float = 300.0) -> bool:
@@ -437,12 +467,10 @@ def _stop_fork_server() -> None:
     exiting while the next worker process measured its first cases: on two cores the
     next 64x64 matmul read 16 ms a call instead of 12 us.
     """
-    forkserver = sys.modules.get("multiprocessing.forkserver")
-    server = getattr(forkserver, "_forkserver", None)
-    if getattr(server, "_forkserver_pid", None) is None:
+    if _fork_server_pid() is None:
         return
     try:
-        server._stop()  # closes its pipe and waits for the process (the stdlib's own tests use it)
+        sys.modules["multiprocessing.forkserver"]._forkserver._stop()  # closes its pipe and waits for the process (the stdlib's own tests use it)
     except Exception:
         pass
 

@@ -140,6 +140,70 @@ def test_workers_started_before_the_probe_are_prepared_for_their_planned_cases(t
     assert all(w.proc.poll() is not None for w in started.values())
 
 
+def test_early_workers_guess_their_packages_and_fork_server_from_the_suite(tmp_path):
+    """``speculated``: the cases planned without the device, for each type --device allows."""
+    import sys
+
+    from collector.runner import speculated
+
+    def guess(**kw):
+        return speculated(RunOptions(out=tmp_path, stacks=[Stack(sys.executable)], **kw))
+
+    models = ("torchvision", "transformers.models.bert.modeling_bert")
+    assert guess() == (models, {0})  # the default suites: BERT and ResNets; numerics forks in process 0
+    assert guess(suite="standard", device="cuda") == (models, {0})
+    assert guess(suite="cpu", only=["matmul*"]) == ((), set())  # tensors only: nothing to import, nothing forks
+    assert guess(suite="cpu", only=["inference"]) == (("torchvision",), set())
+    assert guess(suite="cpu", only=["numerics"], processes=2) == ((), {0})
+    assert guess(suite="no-such-suite") == ((), set())  # the probe's planning reports it
+
+
+def test_a_fork_server_started_on_a_guess_is_replaced_or_stopped_when_prepared(tmp_path):
+    """A worker started with a fork server its planned cases do not need stops it; one whose
+    server lacks a package the children would import starts another with it."""
+    import os
+    import sys
+
+    from collector import worker as worker_module
+    from collector.runner import Worker
+
+    def alive(pid):
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        return True
+
+    def prepare(w, preload, fork_server):
+        w.send({"cmd": "prepare", "preload": list(preload), "fork_server": fork_server})
+        reply = w.receive(120)
+        assert reply["event"] == "prepared" and "error" not in reply
+        return reply
+
+    env = {**os.environ, worker_module.FORK_SERVER_ENV: "1"}
+    first = Worker(sys.executable, tmp_path / "a.log", env=env, preload=("json",))
+    second = Worker(sys.executable, tmp_path / "b.log", env=env, preload=("json",))
+    try:
+        first.wait_ready(120)
+        second.wait_ready(120)
+        guessed = first.ready["fork_server"]
+        assert isinstance(guessed, int) and alive(guessed)
+        reply = prepare(first, ["json"], fork_server=False)  # its cases fork nothing after all
+        assert reply["fork_server"] is None and reply["preloaded"] == ["json"]
+        assert not alive(guessed)  # killed and reaped, not left importing beside the cases
+
+        kept = second.ready["fork_server"]
+        assert prepare(second, ["json"], fork_server=True)["fork_server"] == kept  # the guess was right
+        reply = prepare(second, ["json", "csv"], fork_server=True)  # csv was not in the guess: a new server
+        assert reply["fork_server"] not in (None, kept) and not alive(kept)
+        assert reply["preloaded"] == ["json", "csv"]
+        last = reply["fork_server"]
+    finally:
+        for w in (first, second):
+            w.close()
+    assert not alive(last)  # the worker's exit stops it
+
+
 def test_early_workers_of_a_run_that_never_starts_are_stopped(tmp_path):
     from collector.runner import EarlyWorkers, RunError, execute
 
