@@ -45,3 +45,31 @@ def test_the_run_time_profile_adds_up_to_the_recorded_durations():
     # what the samples measured never exceeds the time the attempts took
     assert (by_workload["measured"] <= by_workload["seconds"] + 1e-6).all()
     assert 0 < whole["first case after start s"] < 60 and 0 <= whole["tail after last case s"] < 60
+
+
+def test_the_gpu_state_cost_times_each_reading_of_the_source(capsys):
+    import gpu_state_cost
+
+    class Source:
+        reads = 0
+
+        def read(self):
+            Source.reads += 1
+            return []
+
+    times = gpu_state_cost.time_reads(Source(), 7)
+    assert Source.reads == 7 and len(times) == 7 and all(t >= 0 for t in times)
+    line = gpu_state_cost.describe("idle", [0.001, 0.002, 0.010])
+    assert "median    2.00 ms" in line and "max   10.00 ms" in line and "(3 reads)" in line
+
+
+def test_the_gpu_state_cost_says_what_is_sampled_without_a_gpu(capsys, monkeypatch):
+    import torch
+
+    import gpu_state_cost
+
+    if torch.cuda.is_available():
+        pytest.skip("this checks the CPU path")
+    monkeypatch.setattr(sys, "argv", ["gpu_state_cost.py", "--reads", "3"])
+    assert gpu_state_cost.main() == 0
+    assert "no CUDA device" in capsys.readouterr().out
