@@ -172,6 +172,7 @@ def compute_article(
         unmatched=tuple(_unmatched(c, t)),
         reproduce=b["reproduce"],
         build_command=build_command,
+        gpus=b["gpus"],
     )
 
 
@@ -213,6 +214,7 @@ def _language_free(archive: Archive, spec: ComparisonSpec, c: Comparison,
         "changes": _changes(fps["baseline"], fps["candidate"])
         + tuple((f"settings.{p.setting}", _setting(p.baseline), _setting(p.candidate))
                 for p in compute_precision_changes(sides["baseline"].cases, sides["candidate"].cases)),
+        "gpus": _gpu_boards(fps["baseline"], fps["candidate"]),
         "runs": tuple(_run_refs(sides)),
         "reproduce": tuple(_reproduce(role, spec.baseline if role == "baseline" else spec.candidate, fps[role])
                            for role in ("baseline", "candidate")),
@@ -766,6 +768,23 @@ def _changes(fp_b: Mapping[tuple[str, str], list[str]], fp_c: Mapping[tuple[str,
         if b != c:
             out.append((f"{sk[0]}.{sk[1]}", _shorten(", ".join(b) or None), _shorten(", ".join(c) or None)))
     return tuple(out)
+
+
+def _gpu_boards(fp_b: Mapping[tuple[str, str], list[str]], fp_c: Mapping[tuple[str, str], list[str]]) -> str | None:
+    """``same`` when both sides ran on the same GPUs (by the UUIDs their runs recorded),
+    ``different`` when they have none in common, ``mixed`` otherwise; ``None`` where a side
+    recorded none. UUIDs are volatile for the list of changes (a fleet's runs of one stack
+    differ in them); this says whether a difference may be the machine's."""
+
+    def uuids(fp: Mapping[tuple[str, str], list[str]]) -> set[str]:
+        return {v for (section, key), values in fp.items() if section.startswith("gpu") and key == "uuid" for v in values if v}
+
+    b, c = uuids(fp_b), uuids(fp_c)
+    if not b or not c:
+        return None
+    if b == c:
+        return "same"
+    return "mixed" if b & c else "different"
 
 
 def _confounders(fp_b: Mapping[tuple[str, str], list[str]], fp_c: Mapping[tuple[str, str], list[str]]) -> tuple[Confounder, ...]:

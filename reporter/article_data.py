@@ -309,6 +309,9 @@ class ArticleData:
     unmatched: tuple[tuple[str, str], ...]  # (label, side) of what only one side measured
     reproduce: tuple[Reproduce, ...]
     build_command: str
+    # Whether the sides ran on the same GPUs, by the UUIDs their runs recorded: "same",
+    # "different" (none in common) or "mixed"; None where a side recorded none.
+    gpus: str | None = None
 
     @property
     def conclusion_number(self) -> int:

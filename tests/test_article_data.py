@@ -93,3 +93,25 @@ def test_a_change_and_its_ci_are_said_in_one_form() -> None:
     assert change_ci_phrase(Interval(0.1406, 0.1399, 0.1416), "s", False) == "7.06× – 7.15×"
     assert change_ci_phrase(Interval(0.95, 0.94, 0.96), "s", False) == "4.2% – 6.4%"
     assert change_ci_phrase(Interval(669.0, 387.0, 1160.4), "s", True) == "387× – 1,160×"
+
+
+def test_the_article_says_whether_the_sides_ran_on_the_same_gpus(article) -> None:
+    """By the GPU UUIDs the runs recorded: volatile for the list of changes (a fleet's runs
+    differ in them), yet a reader of a comparison across hosts must learn of it."""
+    from reporter.article import _gpu_boards
+
+    data, _ = article
+    assert data.gpus is None  # the golden runs record no GPU
+    a, b = {("gpu0", "uuid"): ["A"]}, {("gpu0", "uuid"): ["B"]}
+    assert _gpu_boards(a, dict(a)) == "same"
+    assert _gpu_boards(a, b) == "different"
+    assert _gpu_boards({("gpu0", "uuid"): ["A", "B"]}, b) == "mixed"  # a side of two runs, one on each board
+    assert _gpu_boards(a, {("gpu", "count"): ["1"]}) is None
+
+    runs = load_archive(ROOT / "runs")
+    label = "h100-torch-2.11.0-cu130"
+    one_host = compute_article(runs, ComparisonSpec(f"{label}@20261205T194302Z", f"{label}@20261205T194845Z"))
+    two_hosts = compute_article(runs, ComparisonSpec(f"{label}@20261205T194302Z", f"{label}@20261205T215842Z"))
+    assert one_host.gpus == "same" and two_hosts.gpus == "different"
+    for lang in ("en", "zh"):
+        assert catalogue(lang).plain("article.env.gpus_different")
