@@ -519,10 +519,9 @@ class EarlyWorkers:
     8 s before the first worker even started on a freshly booted GPU host, and a worker's
     imports 13 s more. Started at once, the workers import torch while the probe runs,
     with the model packages and the fork server that the cases will likely need
-    (``speculated``); the fork server used to start only once the cases were planned, after
-    the probe, and the first case waited for its imports (12 s after the run's start on
-    one H100 host, whatever of that the server took). Once the
-    cases are planned, each is told what to prepare (``Worker.prepare``). At most
+    (``speculated``): a fork server started only once the cases were planned kept the first
+    case waiting for its imports (it began 12 s after the run's start on one H100 host).
+    Once the cases are planned, each is told what to prepare (``Worker.prepare``). At most
     ``PRESTART_MAX``, process-major (the order the tasks run in).
     """
 

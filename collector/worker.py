@@ -469,8 +469,9 @@ def _stop_fork_server() -> None:
     """
     if _fork_server_pid() is None:
         return
+    server = sys.modules["multiprocessing.forkserver"]._forkserver
     try:
-        sys.modules["multiprocessing.forkserver"]._forkserver._stop()  # closes its pipe and waits for the process (the stdlib's own tests use it)
+        server._stop()  # closes its pipe and waits for the process (the stdlib's own tests use it)
     except Exception:
         pass
 

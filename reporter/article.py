@@ -18,7 +18,7 @@ import math
 import re
 import shlex
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Literal, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -770,7 +770,8 @@ def _changes(fp_b: Mapping[tuple[str, str], list[str]], fp_c: Mapping[tuple[str,
     return tuple(out)
 
 
-def _gpu_boards(fp_b: Mapping[tuple[str, str], list[str]], fp_c: Mapping[tuple[str, str], list[str]]) -> str | None:
+def _gpu_boards(fp_b: Mapping[tuple[str, str], list[str]], fp_c: Mapping[tuple[str, str], list[str]]
+                ) -> Literal["same", "different", "mixed"] | None:
     """``same`` when both sides ran on the same GPUs (by the UUIDs their runs recorded),
     ``different`` when they have none in common, ``mixed`` otherwise; ``None`` where a side
     recorded none. UUIDs are volatile for the list of changes (a fleet's runs of one stack

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from collector.vocabulary import Note, Verdict
 
@@ -311,7 +311,7 @@ class ArticleData:
     build_command: str
     # Whether the sides ran on the same GPUs, by the UUIDs their runs recorded: "same",
     # "different" (none in common) or "mixed"; None where a side recorded none.
-    gpus: str | None = None
+    gpus: Literal["same", "different", "mixed"] | None = None
 
     @property
     def conclusion_number(self) -> int:
