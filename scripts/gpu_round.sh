@@ -13,6 +13,8 @@
 #   aa        a run of the microbenchmarks of $SUITE (an A/A pair with "standard", or with
 #             another aa: STEPS="aa aa"; logs aa1.log, aa2.log, ...)
 #   statecost benchmarks/gpu_state_cost.py: one GPU-state reading's time -> OUT_DIR/statecost.txt
+#   noise     benchmarks/tiny_kernel_noise.py: short kernels' blocks with and without the
+#             sampler and the host's lead -> OUT_DIR/noise.txt
 #   smoke     the smoke suite (the CPU check of this script)
 # Every run is recorded under a scratch runs/ folder and archived as OUT_DIR/runs.tar.gz
 # (paths runs/<label>/<run_id>/...). A step still running at DEADLINE_S seconds after the
@@ -100,12 +102,15 @@ for s in $STEPS; do
     statecost)
       step statecost "$OUT/statecost.txt" "$PY" benchmarks/gpu_state_cost.py --reads 200
       ;;
+    noise)
+      step noise "$OUT/noise.txt" "$PY" benchmarks/tiny_kernel_noise.py --rounds 3
+      ;;
     smoke)
       step smoke "$OUT/smoke.log" "$PY" -m collector run --suite smoke --out "$RUNS" --no-progress --label "$BASE-smoke" \
         --only matmul --only conv2d --processes 2
       ;;
     *)
-      echo "$s: unknown step (doctor, tf32, fidelity, standard, aa, statecost, smoke)" | tee -a "$SUMMARY"
+      echo "$s: unknown step (doctor, tf32, fidelity, standard, aa, statecost, noise, smoke)" | tee -a "$SUMMARY"
       ;;
   esac
 done

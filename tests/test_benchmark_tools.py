@@ -73,3 +73,36 @@ def test_the_gpu_state_cost_says_what_is_sampled_without_a_gpu(capsys, monkeypat
     monkeypatch.setattr(sys, "argv", ["gpu_state_cost.py", "--reads", "3"])
     assert gpu_state_cost.main() == 0
     assert "no CUDA device" in capsys.readouterr().out
+
+
+def test_the_tiny_kernel_noise_table_reads_each_condition_of_each_kernel():
+    from collector.timing import Timed
+
+    import tiny_kernel_noise
+
+    def timed(values, stopped):
+        return Timed(per_iter=values, wall_per_iter=None, iterations=1, method="cuda_event", warmup_calls=3, stopped=stopped)
+
+    results = [
+        ("k", "lead", timed([2e-6] * 10, "ci"), 0.1),
+        ("k", "plain", timed([1e-6, 3e-6] * 20, "budget"), 1.0),
+        ("k", "plain", timed([2e-6] * 12, "ci"), 0.2),
+    ]
+    rows = tiny_kernel_noise.summarize(results)
+    assert [r["condition"] for r in rows] == ["plain", "lead"]  # in CONDITIONS order
+    plain, lead = rows
+    assert plain["rounds"] == 2 and plain["budget_stops"] == 1 and plain["blocks"] == 26
+    assert plain["seconds"] == pytest.approx(0.6) and plain["median_us"] == pytest.approx(2.0)
+    assert lead["ci_width"] == 0.0 and lead["budget_stops"] == 0
+
+
+def test_the_tiny_kernel_noise_says_what_it_needs_without_a_gpu(capsys, monkeypatch):
+    import torch
+
+    import tiny_kernel_noise
+
+    if torch.cuda.is_available():
+        pytest.skip("this checks the CPU path")
+    monkeypatch.setattr(sys, "argv", ["tiny_kernel_noise.py", "--rounds", "1"])
+    assert tiny_kernel_noise.main() == 0
+    assert "no CUDA device" in capsys.readouterr().out
