@@ -15,6 +15,9 @@
 #   statecost benchmarks/gpu_state_cost.py: one GPU-state reading's time -> OUT_DIR/statecost.txt
 #   noise     benchmarks/tiny_kernel_noise.py: short kernels' blocks with and without the
 #             sampler and the host's lead -> OUT_DIR/noise.txt
+#   baseline  the $SUITE suite, default processes, with another version of the collector: the
+#             package folder's parent in BASELINE (for example an older commit's collector/,
+#             copied), filed under $BASELINE_LABEL           -> OUT_DIR/baseline.log
 #   smoke     the smoke suite (the CPU check of this script)
 # Every run is recorded under a scratch runs/ folder and archived as OUT_DIR/runs.tar.gz
 # (paths runs/<label>/<run_id>/...). A step still running at DEADLINE_S seconds after the
@@ -27,6 +30,7 @@ DEADLINE_S=${DEADLINE_S:-540}
 SUITE=${SUITE:-standard}
 GPU_TAG=${GPU_TAG:-h200}
 PY=${PYTHON:-$(command -v python3 || command -v python)}
+[[ $PY == */* ]] && PY="$(cd "$(dirname "$PY")" && pwd)/$(basename "$PY")"  # steps may change folder
 # The float32 regimes of matmul (two sizes) and every conv2d case of fp32, fp32-strict, tf32.
 read -r -a TF32_ONLY <<< "${TF32_ONLY:---only matmul*dtype=fp32*,n=1024* --only matmul*dtype=fp32*,n=4096* --only matmul*dtype=tf32,n=1024* --only matmul*dtype=tf32,n=4096* --only conv2d*dtype=fp32* --only conv2d*dtype=tf32*}"
 export PYTHONUNBUFFERED=1
@@ -105,12 +109,20 @@ for s in $STEPS; do
     noise)
       step noise "$OUT/noise.txt" "$PY" benchmarks/tiny_kernel_noise.py --rounds 3
       ;;
+    baseline)
+      if [[ ! -f ${BASELINE:-}/collector/__main__.py ]]; then
+        echo "baseline: BASELINE must name a folder holding a collector/ package (got '${BASELINE:-}')" | tee -a "$SUMMARY"
+        continue
+      fi
+      step baseline "$OUT/baseline.log" env -C "$BASELINE" "$PY" -m collector run --suite "$SUITE" --out "$RUNS" \
+        --no-progress --label "${BASELINE_LABEL:-$BASE-baseline}"
+      ;;
     smoke)
       step smoke "$OUT/smoke.log" "$PY" -m collector run --suite smoke --out "$RUNS" --no-progress --label "$BASE-smoke" \
         --only matmul --only conv2d --processes 2
       ;;
     *)
-      echo "$s: unknown step (doctor, tf32, fidelity, standard, aa, statecost, noise, smoke)" | tee -a "$SUMMARY"
+      echo "$s: unknown step (doctor, tf32, fidelity, standard, aa, statecost, noise, baseline, smoke)" | tee -a "$SUMMARY"
       ;;
   esac
 done
