@@ -6,6 +6,7 @@ computed (summaries, comparisons) and strings that runs recorded; templates form
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from functools import partial
 from typing import Any, Mapping, NamedTuple, Sequence
@@ -156,20 +157,32 @@ RUN_METRICS = ("time", "latency", "throughput", "compile_time", "max_batch", "ta
 
 def run_view(row: pd.Series, cases: pd.DataFrame, env: pd.DataFrame, t: Messages,
              summary: pd.DataFrame | None = None) -> dict[str, Any]:
-    """One run's page: its summary, raw files, every case with its median, CI and status, and its fingerprint."""
+    """One run's page: its summary, raw files, every case with its estimate, CI and status, and its fingerprint."""
     return _run_view(row, [r for rows in _per_run(cases, _ATTEMPT_COLUMNS).values() for r in rows],
                      [r for rows in _per_run(env, ("section", "key", "value")).values() for r in rows], t, summary)
 
 
-class _Median(NamedTuple):
+class _Shown(NamedTuple):
     metric: str
-    median: float
+    value: float  # the estimate the CI is about (``shown_location``)
     ci_low: float
     ci_high: float
     unit: str
 
 
-def _run_medians(summary: pd.DataFrame | None) -> dict[str, _Median]:
+def shown_location(estimate: Any, median: Any) -> float:
+    """The value a page shows beside a summary's 95% CI: the estimate the CI is about (the
+    geometric mean of process medians, as comparisons use it), else the pooled median.
+
+    The pooled median of every sample leans to the process with the most samples, so beside
+    the estimate's CI it can fall outside it, and against a comparison's verdict it can move
+    the other way.
+    """
+    e = float(estimate) if estimate is not None else math.nan
+    return e if math.isfinite(e) else float(median)
+
+
+def _run_shown(summary: pd.DataFrame | None) -> dict[str, _Shown]:
     """Per case of a run's summary, its row of the first metric of ``RUN_METRICS`` it has (the first such row)."""
     if summary is None or not len(summary):
         return {}
@@ -180,9 +193,9 @@ def _run_medians(summary: pd.DataFrame | None) -> dict[str, _Median]:
         r = rank.get(metric)
         if r is not None and (case_id not in chosen or r < rank[metrics[chosen[case_id]]]):
             chosen[case_id] = i
-    columns = {c: summary[c].tolist() for c in ("median", "ci_low", "ci_high", "unit")}
-    return {case_id: _Median(metrics[i], columns["median"][i], columns["ci_low"][i], columns["ci_high"][i],
-                             columns["unit"][i]) for case_id, i in chosen.items()}
+    columns = {c: summary[c].tolist() for c in ("median", "estimate", "ci_low", "ci_high", "unit")}
+    return {case_id: _Shown(metrics[i], shown_location(columns["estimate"][i], columns["median"][i]), columns["ci_low"][i],
+                             columns["ci_high"][i], columns["unit"][i]) for case_id, i in chosen.items()}
 
 
 def _run_view(row: pd.Series, attempts: list[tuple[Any, ...]], env: list[tuple[Any, ...]], t: Messages,
@@ -207,8 +220,8 @@ def _run_view(row: pd.Series, attempts: list[tuple[Any, ...]], env: list[tuple[A
     by_case: dict[str, list[dict[str, Any]]] = {}
     for c in records:
         by_case.setdefault(c["case_id"], []).append(c)
-    medians = _run_medians(summary)
-    table = TableView([_col(t, "case"), _col(t, "metric"), _col(t, "median", "value", True), _col(t, "ci", "interval", True),
+    located = _run_shown(summary)
+    table = TableView([_col(t, "case"), _col(t, "metric"), _col(t, "estimate", "value", True), _col(t, "ci", "interval", True),
                        _col(t, "processes", right=True), _col(t, "status")], css="ib-main")
     problems = TableView([_col(t, "case"), _col(t, "process", right=True), _col(t, "status"), _col(t, "error")])
     counts = {"ok": 0, "skipped": 0, "failed": 0}
@@ -216,7 +229,7 @@ def _run_view(row: pd.Series, attempts: list[tuple[Any, ...]], env: list[tuple[A
         statuses = [a["status"] for a in attempts]
         status = "ok" if all(s == "ok" for s in statuses) else "skipped" if all(s == "skipped" for s in statuses) else "failed"
         counts[status] += 1
-        m = medians.get(case_id)
+        m = located.get(case_id)
         name = case_label(t, attempts[0]["workload"], attempts[0]["params"], with_workload=True)
         ok_n = sum(s == "ok" for s in statuses)
         shown = t.plain(f"run.case_status.{status}")
@@ -224,7 +237,7 @@ def _run_view(row: pd.Series, attempts: list[tuple[Any, ...]], env: list[tuple[A
             shown = t.plain("run.case_status.failed_of", n=len(statuses) - ok_n, total=len(statuses))
         table.rows.append([
             name, t.plain(f"metric.{m.metric}") if m is not None else None,
-            (m.median, m.unit) if m is not None else None,
+            (m.value, m.unit) if m is not None else None,
             (m.ci_low, m.ci_high, m.unit) if m is not None else None,
             f"{ok_n}/{len(statuses)}", shown,
         ])
@@ -333,7 +346,7 @@ def trends_views(inputs: Sequence[TrendInput], workloads: Mapping[str, WorkloadI
                         if r is None:
                             cells.append(None)
                             continue
-                        cells.append({"median": r.median, "low": r.ci_low, "high": r.ci_high, "unit": r.unit,
+                        cells.append({"median": shown_location(r.estimate, r.median), "low": r.ci_low, "high": r.ci_high, "unit": r.unit,
                                       "flag": flags.get((lab, str(case_id), str(metric)))})
                     table.rows.append(cells)
                     view["n_cases"] += 1
@@ -344,7 +357,7 @@ def trends_views(inputs: Sequence[TrendInput], workloads: Mapping[str, WorkloadI
                     cases = sorted(sub["case_id"].astype(str).unique())[:MAX_CHART_SERIES]
                     for r in sub.itertuples():
                         if str(r.case_id) in cases:
-                            points.append({"x": str(r.label), "y": r.median, "y_low": r.ci_low, "y_high": r.ci_high,
+                            points.append({"x": str(r.label), "y": shown_location(r.estimate, r.median), "y_low": r.ci_low, "y_high": r.ci_high,
                                            "series": names.get(str(r.case_id)) or str(r.case_id)})
                     unit = str(sub["unit"].iloc[0])
                     rank = {lab: i for i, lab in enumerate(present)}
@@ -352,7 +365,7 @@ def trends_views(inputs: Sequence[TrendInput], workloads: Mapping[str, WorkloadI
                     spec = chart_lines(points, x_title=t.plain("chart.label_axis"),
                                        y_title=_metric(t, chart_metric), y_unit=unit, x_type="N",
                                        log_x=False, log_y=unit in ("s", "bytes"))
-                    data = TableView([_col(t, "label"), _col(t, "case"), _col(t, "median", "value", True),
+                    data = TableView([_col(t, "label"), _col(t, "case"), _col(t, "estimate", "value", True),
                                       _col(t, "ci", "interval", True)])
                     data.rows = [[p["x"], p["series"], (p["y"], unit), (p["y_low"], p["y_high"], unit)] for p in points]
                     chart_counter[0] += 1

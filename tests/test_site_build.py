@@ -573,3 +573,31 @@ def test_a_label_is_summarised_from_the_runs_of_its_latest_timing_method(in_tmp:
     build_site(runs, site, None, workloads=WORKLOADS)
     trends = "\n".join(p.read_text(encoding="utf-8") for p in (site / "trends").glob("*.md"))
     assert "older timing method" in trends and "golden-2.9.0 (1)" in trends
+
+
+def test_run_and_trend_pages_show_the_estimate_their_interval_is_about(in_tmp: Path) -> None:
+    # As an older collector recorded a short matmul on an H100: one process took 200 blocks at
+    # 11 µs, the other two 15 blocks at 6.4-6.5 µs. The pooled median (11 µs) lies at the edge of
+    # the process-based CI; the estimate (the geometric mean of the process medians, 7.7 µs) is
+    # what the interval and the comparisons are about, and what the pages must show.
+    from test_reporter_support import run_id, write_run
+
+    case = "matmul[dtype=bf16,n=1024]"
+    jitter = [1 + 0.002 * ((k % 7) - 3) for k in range(200)]
+    runs = in_tmp / "runs"
+    for i, label in enumerate(("golden-2.8.0", "golden-2.9.0")):
+        write_run(runs, label, {case: [[11e-6 * j for j in jitter], [6.4e-6 * j for j in jitter[:15]],
+                                       [6.5e-6 * j for j in jitter[:15]]]}, run_id=run_id(i))
+    site = in_tmp / "site"
+    build_site(runs, site, None, workloads=WORKLOADS, languages=["en"])
+    estimate = (11 * 6.4 * 6.5) ** (1 / 3)
+    run_page = next((site / "runs" / "golden-2.8.0").glob("*/index.md")).read_text(encoding="utf-8")
+    row = next(line for line in run_page.splitlines() if line.startswith("| matmul "))
+    assert "| Estimate | 95% CI |" in run_page
+    assert f"| {estimate:.2f} µs |" in row and "11.0 µs" not in row
+    trend = (site / "trends" / "basic.md").read_text(encoding="utf-8")
+    table = [line for line in trend.splitlines() if line.startswith("| matmul ")]
+    chart_data = [line for line in trend.splitlines() if line.lstrip().startswith("| golden-2.")]
+    assert len(table) == 1 and table[0].count(f"{estimate:.2f} µs [") == 2
+    assert len(chart_data) == 2 and all(f"| {estimate:.2f} µs |" in line for line in chart_data)
+    assert "11.0 µs" not in trend
