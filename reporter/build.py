@@ -24,14 +24,14 @@ from contextlib import nullcontext
 from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import click
 
 from reporter.article import compute_article, recorded_families
 from reporter.build_cache import compute_key, load_entry, store_entry
 from reporter.charts import ChartRenderer, render_svgs
-from reporter.compare import Comparison, compare_labels, compute_run_summaries, compute_summaries
+from reporter.compare import Comparison, compare_labels, compute_run_summaries, compute_summaries, run_methods
 from reporter.config import (
     DEFAULT_CONFIG,
     ComparisonSpec,
@@ -263,6 +263,15 @@ def _compute_articles(
         return _articles_of(archive, specs, languages, families, titles, build_command, compare, {})
 
 
+def _label_methods(run_ids: Iterable[str], label_of: Mapping[str, str], timing: Mapping[str, str]) -> dict[str, str]:
+    """Per label, the timing method of its runs among ``run_ids`` (a device class keeps one a
+    label): ``4``, or ``legacy`` for runs recorded before methods were numbered."""
+    found: dict[str, set[str]] = {}
+    for r in run_ids:
+        found.setdefault(label_of[r], set()).add(timing.get(r, "").removeprefix("timing="))
+    return {label: next(iter(m)) for label, m in found.items() if len(m) == 1}
+
+
 def build_site(
     runs_dir: Path | str,
     site_dir: Path | str = "site",
@@ -467,7 +476,10 @@ def build_site(
                 except ReporterError:
                     continue
             run_summaries = _RunSummaries(archive)
-            trend_inputs = [TrendInput(cls, summaries_of(sorted(cls.run_ids)), neighbours.get(cls.name, {}))
+            timing = run_methods(archive, policy=False)
+            label_of = dict(zip(archive.runs["run_id"].astype(str), archive.runs["label"].astype(str)))
+            trend_inputs = [TrendInput(cls, summaries_of(sorted(cls.run_ids)), neighbours.get(cls.name, {}),
+                                       _label_methods(cls.run_ids, label_of, timing))
                             for cls in selection.classes]
         for page_lang in languages:  # every page in every language, at one path under the language's folder
             prefix = language_prefix(page_lang, site_lang)

@@ -7,7 +7,7 @@ computed (summaries, comparisons) and strings that runs recorded; templates form
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, Mapping, NamedTuple, Sequence
 
@@ -306,6 +306,9 @@ class TrendInput:
     cls: DeviceClass
     summaries: pd.DataFrame  # compute_summaries of the class's runs
     neighbours: dict[tuple[str, str], Comparison]  # (previous label, label) -> comparison
+    # Per label, the collector's timing method of its runs here (``run_methods(policy=False)``):
+    # neighbours timed differently get no ▲ / ▼, since the method moves short cases by itself.
+    methods: Mapping[str, str] = field(default_factory=dict)
 
 
 def trends_views(inputs: Sequence[TrendInput], workloads: Mapping[str, WorkloadInfo], t: Messages,
@@ -321,14 +324,21 @@ def trends_views(inputs: Sequence[TrendInput], workloads: Mapping[str, WorkloadI
         s["family"] = [family_of(w, workloads) for w in s["workload"]]
         order = list(inp.cls.labels)
         flags: dict[tuple[str, str, str], str] = {}
+        timed_apart = []
         for (before, after), comparison in inp.neighbours.items():
+            mb, ma = inp.methods.get(before), inp.methods.get(after)
+            if mb and ma and mb != ma:
+                timed_apart.append(t.plain("trends.timed_apart_pair", before=before, after=after,
+                                           before_method=mb, after_method=ma))
+                continue
             for r in comparison.rows.itertuples():
                 if r.verdict in ("better", "worse"):
                     flags[(after, r.case_id, r.metric)] = r.verdict
         for family, fam_rows in s.groupby("family", sort=False):
             view = families.setdefault(str(family), {"family": str(family), "groups": [], "n_cases": 0, "labels": set()})
             group = {"device": inp.cls.name, "order": " → ".join(order), "workloads": [],
-                     "set_aside": ", ".join(f"{label} ({n})" for label, n in inp.cls.set_aside)}
+                     "set_aside": ", ".join(f"{label} ({n})" for label, n in inp.cls.set_aside),
+                     "timed_apart": t.plain("headline.sep").join(timed_apart)}
             for workload, w_rows in fam_rows.groupby("workload", sort=True):
                 info = workloads.get(str(workload))
                 title = info.title_in(lang) if info else str(workload)

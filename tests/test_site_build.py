@@ -601,3 +601,28 @@ def test_run_and_trend_pages_show_the_estimate_their_interval_is_about(in_tmp: P
     assert len(table) == 1 and table[0].count(f"{estimate:.2f} µs [") == 2
     assert len(chart_data) == 2 and all(f"| {estimate:.2f} µs |" in line for line in chart_data)
     assert "11.0 µs" not in trend
+
+
+@pytest.mark.parametrize("second_method", ["4", None])
+def test_trends_mark_no_change_between_labels_timed_by_different_methods(in_tmp: Path, second_method: str | None) -> None:
+    # The second label is 30% faster, far beyond noise. Timed the same way the trend marks it
+    # ▲; timed by another collector method it must not, and the page says why.
+    from test_reporter_support import lognormal_processes, run_id, write_run
+
+    import numpy as np
+
+    rng = np.random.default_rng(5)
+    runs = in_tmp / "runs"
+    for i, (label, center, method) in enumerate((("golden-2.8.0", 10e-6, "4"), ("golden-2.9.0", 7e-6, second_method))):
+        env = {("run", "timing_method"): method} if method else {}
+        write_run(runs, label, {"matmul[dtype=bf16,n=1024]": lognormal_processes(rng, 4, 20, center, 0.01, 0.005)},
+                  run_id=run_id(i), environment=env)
+    site = in_tmp / "site"
+    build_site(runs, site, None, workloads=WORKLOADS, languages=["en"])
+    trend = (site / "trends" / "basic.md").read_text(encoding="utf-8")
+    row = next(line for line in trend.splitlines() if line.startswith("| matmul "))
+    if second_method == "4":
+        assert "▲" in row and "different collector methods" not in trend
+    else:
+        assert "▲" not in row and "▼" not in row
+        assert "golden-2.8.0 → golden-2.9.0 (timing method 4 against legacy" in trend
