@@ -60,7 +60,7 @@ from reporter.article_data import (
     Side,
     StackRow,
 )
-from reporter.compare import Comparison, compare_labels, compute_summaries
+from reporter.compare import Comparison, compare_labels, compute_summaries, run_methods
 from reporter.config import ComparisonSpec
 from reporter.confounders import (
     compute_case_confounders,
@@ -207,7 +207,7 @@ def _language_free(archive: Archive, spec: ComparisonSpec, c: Comparison,
         "case_notes": case_notes,
         "units": {role: of_side(a, _unit_moments) for role, a in sides.items()},
         "latency": {role: of_side(a, _latency_samples) for role, a in sides.items()},
-        "confounders": _confounders(fps["baseline"], fps["candidate"]),
+        "confounders": _confounders(fps["baseline"], fps["candidate"]) + _timing_confounder(archive, sides),
         "cross_device": devices["baseline"] != devices["candidate"]
         or distinct(sides["baseline"].runs["device_type"]) != distinct(sides["candidate"].runs["device_type"]),
         "method": _method(sides, fps, c),
@@ -797,6 +797,19 @@ def _confounders(fp_b: Mapping[tuple[str, str], list[str]], fp_c: Mapping[tuple[
         if b != c:
             out.append(Confounder(k.name, ", ".join(b) or "—", ", ".join(c) or "—"))
     return tuple(out)
+
+
+def _timing_confounder(archive: Archive, sides: Mapping[str, Archive]) -> tuple[Confounder, ...]:
+    """The collector's timing method of each side, when they differ: a newer collector that
+    times GPU calls another way (a cold L2 cache before every call, say) moves short cases
+    by itself, whatever the stacks do. ``legacy``: runs recorded before methods were numbered."""
+    methods = run_methods(archive, policy=False)
+
+    def of(side: Archive) -> list[str]:
+        return sorted({methods.get(r, "").removeprefix("timing=") for r in side.runs["run_id"].astype(str)} - {""})
+
+    b, c = of(sides["baseline"]), of(sides["candidate"])
+    return (Confounder("timing_method", ", ".join(b), ", ".join(c)),) if b and c and b != c else ()
 
 
 def _method(sides: Mapping[str, Archive], fps: Mapping[str, Mapping[tuple[str, str], list[str]]], c: Comparison) -> Method:

@@ -115,3 +115,17 @@ def test_the_article_says_whether_the_sides_ran_on_the_same_gpus(article) -> Non
     assert one_host.gpus == "same" and two_hosts.gpus == "different"
     for lang in ("en", "zh"):
         assert catalogue(lang).plain("article.env.gpus_different")
+
+
+def test_the_article_warns_when_the_sides_were_timed_by_different_collector_methods() -> None:
+    """The same stack on one H100, recorded by the collector of 6367d3a (before timing methods
+    were numbered) and by today's (method 4): its short cases move with the method alone."""
+    runs = load_archive(ROOT / "runs")
+    label = "h100-torch-2.11.0-cu130"
+    across = compute_article(runs, ComparisonSpec(f"{label}-collector-6367d3a", f"{label}@20261206T022215Z"))
+    same = compute_article(runs, ComparisonSpec(f"{label}@20261205T194302Z", f"{label}@20261205T194845Z"))
+    timing = [c for c in across.confounders if c.what == "timing_method"]
+    assert [(c.baseline, c.candidate) for c in timing] == [("legacy", "4")]
+    assert not [c for c in same.confounders if c.what == "timing_method"]
+    for lang in ("en", "zh"):
+        assert catalogue(lang).plain("stack.timing_method")
