@@ -143,7 +143,9 @@ def compute_article(
     geomeans = dict(c.geomeans)
     warnings = tuple(x.note() for x in compute_confounder_summary(
         {r.case_id: list(r.notes) for r in rows if r.main}, sum(r.main for r in rows)) if x.widespread)
-    headline = _headline(rows, geomeans, c, cross_device, bool(confounders), warnings)
+    hardware = any(x.what != TIMING_CONFOUNDER for x in confounders)
+    timed_apart = any(x.what == TIMING_CONFOUNDER for x in confounders)
+    headline = _headline(rows, geomeans, c, cross_device, hardware, warnings, timed_apart=timed_apart)
     calls = [r for r in rows if r.main and r.verdict.is_call]
     best = tuple(sorted((r for r in calls if r.verdict is Verdict.BETTER), key=lambda r: -r.ratio.value)[:TOP_N])
     worst = tuple(sorted((r for r in calls if r.verdict is Verdict.WORSE), key=lambda r: r.ratio.value)[:TOP_N])
@@ -658,7 +660,7 @@ def _loader_table(rows: list[CaseRow], df: pd.DataFrame, t: Catalogue) -> Derive
 
 
 def _headline(rows: list[CaseRow], geomeans: Mapping[str, Geomean], c: Comparison, cross_device: bool,
-              confounded: bool, warnings: tuple[Note, ...] = ()) -> Headline:
+              confounded: bool, warnings: tuple[Note, ...] = (), *, timed_apart: bool = False) -> Headline:
     """Per family in article order: its largest significant changes (never averaged away), counts and MDE."""
     families = []
     for family in (*FAMILIES, OTHER_FAMILY):
@@ -681,7 +683,7 @@ def _headline(rows: list[CaseRow], geomeans: Mapping[str, Geomean], c: Compariso
         families=tuple(families),
         geomean=Interval(g.ratio, g.ci_low, g.ci_high) if g.n_cases >= 2 and math.isfinite(g.ratio) else None,
         n_geomean=g.n_cases, counts=counts, total=len(rows), cross_device=cross_device, confounded=confounded,
-        warnings=warnings,
+        warnings=warnings, timed_apart=timed_apart,
     )
 
 
@@ -799,6 +801,9 @@ def _confounders(fp_b: Mapping[tuple[str, str], list[str]], fp_c: Mapping[tuple[
     return tuple(out)
 
 
+TIMING_CONFOUNDER = "timing_method"
+
+
 def _timing_confounder(archive: Archive, sides: Mapping[str, Archive]) -> tuple[Confounder, ...]:
     """The collector's timing method of each side, when they differ: a newer collector that
     times GPU calls another way (a cold L2 cache before every call, say) moves short cases
@@ -809,7 +814,7 @@ def _timing_confounder(archive: Archive, sides: Mapping[str, Archive]) -> tuple[
         return sorted({methods.get(r, "").removeprefix("timing=") for r in side.runs["run_id"].astype(str)} - {""})
 
     b, c = of(sides["baseline"]), of(sides["candidate"])
-    return (Confounder("timing_method", ", ".join(b), ", ".join(c)),) if b and c and b != c else ()
+    return (Confounder(TIMING_CONFOUNDER, ", ".join(b), ", ".join(c)),) if b and c and b != c else ()
 
 
 def _method(sides: Mapping[str, Archive], fps: Mapping[str, Mapping[tuple[str, str], list[str]]], c: Comparison) -> Method:
@@ -971,8 +976,11 @@ def _advice(c: Comparison, rows: list[CaseRow], confounders: Sequence[Confounder
     same = sum(r.verdict is Verdict.SAME for r in rows)
     inconclusive = sum(r.verdict in (Verdict.NO_RATIO, Verdict.TOO_FEW) for r in rows)
     out: list[Advice] = []
-    if confounders:
-        out.append(Advice("confounded", {"what": tuple(x.what for x in confounders)}))
+    hardware = tuple(x.what for x in confounders if x.what != TIMING_CONFOUNDER)
+    if hardware:
+        out.append(Advice("confounded", {"what": hardware}))
+    if len(hardware) < len(confounders):
+        out.append(Advice("timed_apart", {}))
     if worse:
         out.append(Advice("regressions", {"n": worse}))
     if better and not worse and not confounders:

@@ -109,6 +109,7 @@ class Headline:
     confounded: bool
     # Confounders touching many of the cases (reporter.confounders): code, cases, total, sides.
     warnings: tuple[Note, ...] = ()
+    timed_apart: bool = False  # the sides' runs were timed by different collector methods
 
 
 @dataclass(frozen=True)

@@ -127,5 +127,10 @@ def test_the_article_warns_when_the_sides_were_timed_by_different_collector_meth
     timing = [c for c in across.confounders if c.what == "timing_method"]
     assert [(c.baseline, c.candidate) for c in timing] == [("legacy", "4")]
     assert not [c for c in same.confounders if c.what == "timing_method"]
+    # Same hardware and drivers: the headline says the methods differ, not the machines.
+    assert across.headline.timed_apart and not across.headline.confounded
+    assert [a.key for a in across.advice if a.key in ("confounded", "timed_apart")] == ["timed_apart"]
+    assert not same.headline.timed_apart and "timed_apart" not in [a.key for a in same.advice]
     for lang in ("en", "zh"):
-        assert catalogue(lang).plain("stack.timing_method")
+        for key in ("stack.timing_method", "article.summary_timed_apart", "advice.timed_apart"):
+            assert catalogue(lang).plain(key)
