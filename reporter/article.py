@@ -60,7 +60,7 @@ from reporter.article_data import (
     Side,
     StackRow,
 )
-from reporter.compare import Comparison, compare_labels, compute_summaries, run_methods
+from reporter.compare import Comparison, compare_labels, compute_summaries, timing_methods
 from reporter.config import ComparisonSpec
 from reporter.confounders import (
     compute_case_confounders,
@@ -808,10 +808,10 @@ def _timing_confounder(archive: Archive, sides: Mapping[str, Archive]) -> tuple[
     """The collector's timing method of each side, when they differ: a newer collector that
     times GPU calls another way (a cold L2 cache before every call, say) moves short cases
     by itself, whatever the stacks do. ``legacy``: runs recorded before methods were numbered."""
-    methods = run_methods(archive, policy=False)
+    methods = timing_methods(archive)
 
     def of(side: Archive) -> list[str]:
-        return sorted({methods.get(r, "").removeprefix("timing=") for r in side.runs["run_id"].astype(str)} - {""})
+        return sorted({methods.get(r, "") for r in side.runs["run_id"].astype(str)} - {""})
 
     b, c = of(sides["baseline"]), of(sides["candidate"])
     return (Confounder(TIMING_CONFOUNDER, ", ".join(b), ", ".join(c)),) if b and c and b != c else ()

@@ -31,7 +31,7 @@ import click
 from reporter.article import compute_article, recorded_families
 from reporter.build_cache import compute_key, load_entry, store_entry
 from reporter.charts import ChartRenderer, render_svgs
-from reporter.compare import Comparison, compare_labels, compute_run_summaries, compute_summaries, run_methods
+from reporter.compare import Comparison, compare_labels, compute_run_summaries, compute_summaries, timing_methods
 from reporter.config import (
     DEFAULT_CONFIG,
     ComparisonSpec,
@@ -264,11 +264,11 @@ def _compute_articles(
 
 
 def _label_methods(run_ids: Iterable[str], label_of: Mapping[str, str], timing: Mapping[str, str]) -> dict[str, str]:
-    """Per label, the timing method of its runs among ``run_ids`` (a device class keeps one a
-    label): ``4``, or ``legacy`` for runs recorded before methods were numbered."""
+    """Per label, the timing method (``timing_methods``) of its runs among ``run_ids`` (a
+    device class keeps one a label)."""
     found: dict[str, set[str]] = {}
     for r in run_ids:
-        found.setdefault(label_of[r], set()).add(timing.get(r, "").removeprefix("timing="))
+        found.setdefault(label_of[r], set()).add(timing.get(r, ""))
     return {label: next(iter(m)) for label, m in found.items() if len(m) == 1}
 
 
@@ -476,7 +476,7 @@ def build_site(
                 except ReporterError:
                     continue
             run_summaries = _RunSummaries(archive)
-            timing = run_methods(archive, policy=False)
+            timing = timing_methods(archive)
             label_of = dict(zip(archive.runs["run_id"].astype(str), archive.runs["label"].astype(str)))
             trend_inputs = [TrendInput(cls, summaries_of(sorted(cls.run_ids)), neighbours.get(cls.name, {}),
                                        _label_methods(cls.run_ids, label_of, timing))

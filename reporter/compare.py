@@ -687,6 +687,12 @@ def run_methods(archive: Archive, *, policy: bool = True) -> dict[str, str]:
     return out
 
 
+def timing_methods(archive: Archive) -> dict[str, str]:
+    """Per run id, the collector's timing method alone (``run_methods(policy=False)``), as a
+    reader sees it: ``4``, or ``legacy`` for runs recorded before methods were numbered."""
+    return {r: m.removeprefix("timing=") for r, m in run_methods(archive, policy=False).items()}
+
+
 def _borrow_pool(archive: Archive, sides: dict[str, Archive]) -> pd.DataFrame:
     """Units of every (label, method) with two or more runs on the compared sides' devices,
     among the runs recorded with a method of the compared runs (``run_methods``).

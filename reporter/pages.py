@@ -306,7 +306,7 @@ class TrendInput:
     cls: DeviceClass
     summaries: pd.DataFrame  # compute_summaries of the class's runs
     neighbours: dict[tuple[str, str], Comparison]  # (previous label, label) -> comparison
-    # Per label, the collector's timing method of its runs here (``run_methods(policy=False)``):
+    # Per label, the collector's timing method of its runs here (``timing_methods``):
     # neighbours timed differently get no ▲ / ▼, since the method moves short cases by itself.
     methods: Mapping[str, str] = field(default_factory=dict)
 
