@@ -18,6 +18,11 @@
 #   baseline  the $SUITE suite, default processes, with another version of the collector: the
 #             package folder's parent in BASELINE (for example an older commit's collector/,
 #             copied), filed under $BASELINE_LABEL           -> OUT_DIR/baseline.log
+#   resume    finish the runs of an earlier round that its deadline cut: every run in the
+#             runs.tar.gz named by RESUME_TAR goes back under this round's runs/ and is resumed
+#             (collector run --resume) by the collector in RESUME_WITH (a folder holding
+#             collector/, for a baseline's runs; default: this checkout's)
+#                                                              -> OUT_DIR/resume-RUN_ID.log
 #   smoke     the smoke suite (the CPU check of this script)
 # Every run is recorded under a scratch runs/ folder and archived as OUT_DIR/runs.tar.gz
 # (paths runs/<label>/<run_id>/...). A step still running at DEADLINE_S seconds after the
@@ -117,12 +122,23 @@ for s in $STEPS; do
       step baseline "$OUT/baseline.log" env -C "$BASELINE" "$PY" -m collector run --suite "$SUITE" --out "$RUNS" \
         --no-progress --label "${BASELINE_LABEL:-$BASE-baseline}"
       ;;
+    resume)
+      if [[ ! -f ${RESUME_TAR:-} ]] || ! tar -xzf "$RESUME_TAR" -C "$WORK"; then
+        echo "resume: RESUME_TAR must name the runs.tar.gz of an earlier round (got '${RESUME_TAR:-}')" | tee -a "$SUMMARY"
+        continue
+      fi
+      for run in "$RUNS"/*/*/; do
+        [[ -d $run ]] || { echo "resume: $RESUME_TAR holds no run" | tee -a "$SUMMARY"; break; }
+        step resume "$OUT/resume-$(basename "$run").log" env -C "${RESUME_WITH:-$PWD}" "$PY" -m collector run \
+          --resume "${run%/}" --no-progress
+      done
+      ;;
     smoke)
       step smoke "$OUT/smoke.log" "$PY" -m collector run --suite smoke --out "$RUNS" --no-progress --label "$BASE-smoke" \
         --only matmul --only conv2d --processes 2
       ;;
     *)
-      echo "$s: unknown step (doctor, tf32, fidelity, standard, aa, statecost, noise, baseline, smoke)" | tee -a "$SUMMARY"
+      echo "$s: unknown step (doctor, tf32, fidelity, standard, aa, statecost, noise, baseline, resume, smoke)" | tee -a "$SUMMARY"
       ;;
   esac
 done
