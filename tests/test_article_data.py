@@ -122,7 +122,8 @@ def test_the_article_warns_when_the_sides_were_timed_by_different_collector_meth
     were numbered) and by today's (method 4): its short cases move with the method alone."""
     runs = load_archive(ROOT / "runs")
     label = "h100-torch-2.11.0-cu130"
-    across = compute_article(runs, ComparisonSpec(f"{label}-collector-6367d3a@20261206T022958Z", f"{label}@20261206T022215Z"))
+    old = f"{label}-collector-6367d3a@20261206T022958Z"  # the label also holds a full run of another host
+    across = compute_article(runs, ComparisonSpec(old, f"{label}@20261206T022215Z"))
     same = compute_article(runs, ComparisonSpec(f"{label}@20261205T194302Z", f"{label}@20261205T194845Z"))
     timing = [c for c in across.confounders if c.what == "timing_method"]
     assert [(c.baseline, c.candidate) for c in timing] == [("legacy", "4")]
