@@ -43,7 +43,7 @@ def write_synthetic_archive(out: Path, n_runs: int, n_cases: int, seed: int = 0)
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from collector.schema import (
+    from runformat.schema import (
         CASES_FILE, CASES_SCHEMA, ENVIRONMENT_FILE, ENVIRONMENT_SCHEMA, SAMPLES_FILE, SAMPLES_SCHEMA, table_metadata,
     )
 

@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from collector.archive import read_table  # noqa: E402
-from collector.schema import CASES_FILE  # noqa: E402
+from runformat.schema import CASES_FILE  # noqa: E402
 
 
 def main() -> int:

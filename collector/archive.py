@@ -27,7 +27,7 @@ from typing import Any, Iterable
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from collector.schema import (
+from runformat.schema import (
     CASES_FILE,
     ENVIRONMENT_FILE,
     GPU_STATE_FILE,
@@ -288,7 +288,7 @@ class RunWriter:
 
 
 def table_meta(run_id: str, label: str) -> dict[bytes, bytes]:
-    from collector.schema import table_metadata
+    from runformat.schema import table_metadata
 
     return table_metadata(run_id=run_id, label=label)
 
@@ -325,7 +325,7 @@ def merge_parts(folder: Path, tables: dict[str, pa.Table]) -> dict[str, pa.Table
     Returns cases, samples and GPU-state tables (an empty GPU-state table where there
     is none). Raises ``ArchiveError`` naming a part file that does not read.
     """
-    from collector.schema import SCHEMAS
+    from runformat.schema import SCHEMAS
 
     folder = Path(folder)
     out = dict(tables)
@@ -374,7 +374,7 @@ def merge_parts(folder: Path, tables: dict[str, pa.Table]) -> dict[str, pa.Table
 
 def _ranked(table: pa.Table, kind: str, rank: int) -> pa.Table:
     """``table`` in its kind's schema with its source rank and row number (to keep order)."""
-    from collector.schema import SCHEMAS
+    from runformat.schema import SCHEMAS
 
     schema = SCHEMAS[kind]
     t = upgrade_table(kind, table).select(schema.names).replace_schema_metadata(None).cast(schema)
@@ -396,7 +396,7 @@ MAX_STRING_BYTES = 1 << 20
 def read_table(path: Path, kind: str) -> tuple[pa.Table, dict[str, str]]:
     """Read and validate one run file; raises ``ArchiveError`` naming the file.
 
-    Beyond ``collector.schema.validate_table``: every string must be valid UTF-8 (Arrow
+    Beyond ``runformat.schema.validate_table``: every string must be valid UTF-8 (Arrow
     reads Parquet strings unchecked) and at most ``MAX_STRING_BYTES`` long.
     """
     try:

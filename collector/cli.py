@@ -108,7 +108,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _check_run_args(args: argparse.Namespace) -> None:
-    from collector.schema import SchemaError, sanitize_label
+    from runformat.schema import SchemaError, sanitize_label
     from collector.suites import SUITES
 
     if args.suite is not None and args.suite not in SUITES:

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from collector.vocabulary import format_cudnn_version
+from runformat.vocabulary import format_cudnn_version
 
 OK, INFO, WARN = "ok", "info", "warn"
 VERDICT_FIT, VERDICT_WARNINGS = "fit", "warnings"

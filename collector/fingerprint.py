@@ -26,7 +26,7 @@ from collector.redact import (  # noqa: F401 - redact_argv, looks_like_credentia
     redact_argv,
     redact_entry,
 )
-from collector.schema import EnvironmentEntry
+from runformat.schema import EnvironmentEntry
 
 redact_value = redact  # the name older callers use
 

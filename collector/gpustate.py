@@ -23,7 +23,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Protocol, Sequence
 
-from collector.schema import GPU_STATE_QUANTITIES as QUANTITIES
+from runformat.schema import GPU_STATE_QUANTITIES as QUANTITIES
 
 SOURCE_NVML = "nvml"
 SOURCE_SMI = "nvidia-smi"

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from collector.redact import redact_image
-from collector.schema import ENVIRONMENT_FILE
+from runformat.schema import ENVIRONMENT_FILE
 
 
 def recorded_settings(folder: Path) -> tuple[dict[str, str], str | None]:

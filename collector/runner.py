@@ -40,7 +40,7 @@ from collector import __version__
 from collector.archive import ArchiveError, RunWriter
 from collector.lock import LockHeld, RunLock
 from collector.redact import redact_entry
-from collector.schema import (
+from runformat.schema import (
     CASES_FILE,
     ENVIRONMENT_FILE,
     RUN_COMPLETE,
@@ -918,7 +918,7 @@ def _number(value: Any, default: float | None) -> float | None:
 
 def _gpu_rows(rows: Any, case_id: str, process: int, writer: RunWriter) -> list[dict[str, Any]]:
     """The worker's GPU-state rows for one attempt, or none if they would not validate."""
-    from collector.schema import GPU_STATE_FILE
+    from runformat.schema import GPU_STATE_FILE
 
     if not isinstance(rows, list) or not rows:
         return []

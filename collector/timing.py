@@ -12,7 +12,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Protocol
 
-from collector.schema import TIMING_CUDA_EVENT, TIMING_PERF_COUNTER
+from runformat.schema import TIMING_CUDA_EVENT, TIMING_PERF_COUNTER
 
 # The version of how this module measures, recorded with every run (``timing_method``):
 # the reporter pools run-to-run variation only between runs measured the same way.

@@ -89,7 +89,7 @@ def probe_device(request: str) -> dict[str, Any]:
 def run_case(message: dict[str, Any]) -> dict[str, Any]:
     """Run one case and return its case row and samples (never raises for case errors)."""
     from collector.context import Context, SkipCase
-    from collector.schema import STATUS_FAILED, STATUS_OK, STATUS_SKIPPED, TIMING_NONE
+    from runformat.schema import STATUS_FAILED, STATUS_OK, STATUS_SKIPPED, TIMING_NONE
     from collector.timing import TimingPolicy
     from collector.workloads import DeviceInfo, get
 
@@ -213,7 +213,7 @@ def _poisons_the_process(e: BaseException) -> bool:
 
 def _samples(recorded: list[tuple[str, float, int]]) -> list[dict[str, Any]]:
     """The recorded values as sample rows; raises ``InvalidSample`` for a value no reader accepts."""
-    from collector.schema import metric
+    from runformat.schema import metric
 
     samples = []
     counters: dict[str, int] = {}

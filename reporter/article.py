@@ -23,8 +23,8 @@ from typing import Any, Callable, Iterable, Literal, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from collector.schema import BETTER_HIGHER, BETTER_NONE
-from collector.vocabulary import (
+from runformat.schema import BETTER_HIGHER, BETTER_NONE
+from runformat.vocabulary import (
     FAMILIES,
     FINGERPRINT_KEYS,
     OTHER_FAMILY,

@@ -12,7 +12,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from collector.vocabulary import Note, Verdict
+from runformat.vocabulary import Note, Verdict
 
 
 @dataclass(frozen=True)

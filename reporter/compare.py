@@ -20,8 +20,8 @@ The contract of ``compare_labels`` (what pages and the CLI build on):
 * ``baseline_median``, ``candidate_median``: pooled sample medians (details only);
 * ``ratio``, ``ci_low``, ``ci_high`` (> 1: the candidate is better), ``p_value``,
   ``p_adjusted`` (Benjamini–Hochberg over the article's tested rows by default);
-* ``verdict`` (a ``collector.vocabulary.Verdict`` value), ``notes`` (a tuple of
-  ``collector.vocabulary.Note``), ``note`` (their English text joined by "; "),
+* ``verdict`` (a ``runformat.vocabulary.Verdict`` value), ``notes`` (a tuple of
+  ``runformat.vocabulary.Note``), ``note`` (their English text joined by "; "),
   ``analysis`` (an ``Analysis`` value);
 * ``mde``: the smallest relative change the row could detect at 80% power, a fraction
   (``reporter.stats.compute_mde``); ``processes_needed``: processes per side (rounds when
@@ -57,8 +57,8 @@ import pandas as pd
 import pyarrow as pa
 from scipy.special import stdtr, stdtrit
 
-from collector.schema import BETTER_HIGHER, BETTER_LOWER
-from collector.vocabulary import Analysis, Note, NoteCode, Verdict
+from runformat.schema import BETTER_HIGHER, BETTER_LOWER
+from runformat.vocabulary import Analysis, Note, NoteCode, Verdict
 from reporter.errors import ReporterError
 from reporter.load import Archive, Problem, _rows_of
 from reporter.notes import note_text

@@ -1,6 +1,6 @@
 """Reading the run archive (``runs/<label>/<run_id>/*.parquet``) into validated pandas tables.
 
-Each run's three files are read with pyarrow and checked against ``collector.schema``;
+Each run's three files are read with pyarrow and checked against ``runformat.schema``;
 a run whose environment or case list fails is reported as a ``Problem`` (file, reason)
 and skipped, the rest load (asv's ``iter_results`` does the same); a run with damaged
 samples loads with what is readable, and the damage is named. Valid runs are concatenated as Arrow tables and
@@ -23,7 +23,7 @@ import pyarrow.compute as pc
 
 from collector.archive import ArchiveError, has_parts, merge_parts, read_table
 from collector.redact import redact_entry
-from collector.schema import (
+from runformat.schema import (
     CASES_FILE,
     METRICS,
     CASES_SCHEMA,
@@ -97,7 +97,7 @@ class Archive:
     selector this archive was narrowed to by ``select`` (``None`` for the whole archive).
 
     Case ids are read as compared: an old strict ``fp32`` matmul/conv2d case (one that
-    recorded no settings) is ``dtype=fp32-strict`` (``collector.schema.legacy_case_id``).
+    recorded no settings) is ``dtype=fp32-strict`` (``runformat.schema.legacy_case_id``).
     """
 
     root: Path
@@ -262,7 +262,7 @@ def load_archive(runs_dir: str | os.PathLike[str], strict: bool = False, *, cach
     """Read every run under ``runs_dir`` (``<label>/<run_id>/{environment,cases,samples}.parquet``).
 
     A run whose folder name is not a run id, that lacks its environment or case list, or
-    whose environment or case file does not read or validate (``collector.schema.validate_table``:
+    whose environment or case file does not read or validate (``runformat.schema.validate_table``:
     schema version, columns, types, nulls, statuses) is skipped and listed in
     ``Archive.problems``. A run whose samples.parquet is missing, unreadable or invalid
     (metrics, units, NaN/inf/non-positive values) is loaded without its samples, and one

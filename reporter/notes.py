@@ -1,6 +1,6 @@
 """The text of a comparison row's notes, in each language of the site.
 
-A ``collector.vocabulary.Note`` is a code and parameters; its message is the entry of
+A ``runformat.vocabulary.Note`` is a code and parameters; its message is the entry of
 the code in the ``[notes]`` table of ``reporter/i18n/<lang>.toml``, with ``{param}``
 placeholders. Fractions (``noise``, ``band``) are shown as percentages, other numbers
 in their shortest form.
@@ -11,7 +11,7 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Any
 
-from collector.vocabulary import Note
+from runformat.vocabulary import Note
 from reporter.messages import Catalogue
 
 # Parameters that hold a fraction and read as a percentage.

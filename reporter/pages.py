@@ -14,8 +14,8 @@ from typing import Any, Mapping, NamedTuple, Sequence
 import pandas as pd
 from markupsafe import Markup
 
-from collector.schema import METRICS, TIMINGS
-from collector.vocabulary import FAMILIES, OTHER_FAMILY
+from runformat.schema import METRICS, TIMINGS
+from runformat.vocabulary import FAMILIES, OTHER_FAMILY
 from reporter.charts import chart_lines
 from reporter.compare import Comparison
 from reporter.config import DeviceClass
@@ -200,7 +200,7 @@ def _run_shown(summary: pd.DataFrame | None) -> dict[str, _Shown]:
 
 def _run_view(row: pd.Series, attempts: list[tuple[Any, ...]], env: list[tuple[Any, ...]], t: Messages,
               summary: pd.DataFrame | None) -> dict[str, Any]:
-    from collector.vocabulary import format_cudnn_version
+    from runformat.vocabulary import format_cudnn_version
     from reporter.labels import case_label
 
     label, run_id = str(row["label"]), str(row["run_id"])

@@ -7,7 +7,7 @@ import posixpath
 import re
 from typing import Any
 
-from collector.schema import is_valid_run_id
+from runformat.schema import is_valid_run_id
 
 _SAFE_SLUG = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 

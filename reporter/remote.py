@@ -22,7 +22,7 @@ import pyarrow.fs as pafs
 
 from collector.archive import ArchiveError
 from collector.remote import MARKER_FILE, UPLOADED_FILES, describe_url, is_url, open_filesystem
-from collector.schema import RUN_FILES, SchemaError, is_valid_run_id, sanitize_label
+from runformat.schema import RUN_FILES, SchemaError, is_valid_run_id, sanitize_label
 from reporter.errors import ReporterError
 from reporter.load import Problem
 

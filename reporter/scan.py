@@ -24,7 +24,7 @@ import pyarrow.dataset as ds
 import pyarrow.fs as pafs
 
 from collector.archive import MAX_STRING_BYTES
-from collector.schema import (
+from runformat.schema import (
     ADDED_COLUMNS, BETTER_HIGHER, BETTER_LOWER, BETTER_NONE, CASES_FILE, METRICS, READABLE_SCHEMA_VERSIONS, SAMPLES_FILE,
     SCHEMAS, STATUSES, TIMINGS, UNITS,
 )
@@ -77,7 +77,7 @@ _GROUP = 256  # files checked together
 def _good_fragments(expected: pa.Schema, added: tuple[str, ...], paths: list[Path], run_ids: list[str]) -> dict[int, ds.ParquetFileFragment]:
     """A fragment per file whose footer says it is a readable file of its run: every column
     of ``expected`` in its type, or absent when ``added`` since version 1 (the scan reads
-    it as nulls, as ``collector.schema.upgrade_table`` fills it in)."""
+    it as nulls, as ``runformat.schema.upgrade_table`` fills it in)."""
     fmt = ds.ParquetFileFormat()
     fs = pafs.LocalFileSystem()
     versions = {str(v) for v in READABLE_SCHEMA_VERSIONS}
@@ -120,7 +120,7 @@ _ALLOWED = {
     "status": STATUSES, "timing": TIMINGS, "metric": tuple(METRICS), "unit": tuple(UNITS),
     "better": (BETTER_LOWER, BETTER_HIGHER, BETTER_NONE),
 }
-_POSITIVE_UNITS = ("s", "bytes", "items/s")  # collector.schema._check_sample_values
+_POSITIVE_UNITS = ("s", "bytes", "items/s")  # runformat.schema._check_sample_values
 
 
 def _valid_columns(kind: str, table: pa.Table) -> bool:

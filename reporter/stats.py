@@ -61,7 +61,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 from scipy.special import digamma, ndtri, polygamma, stdtr, stdtrit
 
-from collector.vocabulary import Analysis, Verdict
+from runformat.vocabulary import Analysis, Verdict
 
 # Verdict strings, kept under their old names for readers of earlier versions.
 VERDICT_BETTER = Verdict.BETTER.value

@@ -29,7 +29,7 @@ from rich.console import Console
 from rich.table import Table as RichTable
 from rich.text import Text
 
-from collector.schema import METRICS
+from runformat.schema import METRICS
 from reporter.compare import Comparison
 from reporter.load import Archive
 from reporter.stats import VERDICT_BETTER, VERDICT_INCONCLUSIVE, VERDICT_WORSE

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from collector.vocabulary import OTHER_FAMILY, NoteCode, Verdict
+from runformat.vocabulary import OTHER_FAMILY, NoteCode, Verdict
 from reporter.article_data import ArticleData, Block, CaseRow, ChartData, DerivedTable
 from reporter.charts import chart_lines, chart_ratios
 from reporter.paths import relpath

@@ -17,7 +17,7 @@
 #             sampler and the host's lead -> OUT_DIR/noise.txt
 #   baseline  the $SUITE suite, default processes, with another version of the collector: the
 #             package folder's parent in BASELINE (for example an older commit's collector/,
-#             copied), filed under $BASELINE_LABEL           -> OUT_DIR/baseline.log
+#             copied, with its runformat/ where it has one), filed under $BASELINE_LABEL           -> OUT_DIR/baseline.log
 #   resume    finish the runs of an earlier round that its deadline cut: every run in the
 #             runs.tar.gz named by RESUME_TAR goes back under this round's runs/ and is resumed
 #             (collector run --resume) by the collector in RESUME_WITH (a folder holding

@@ -7,7 +7,7 @@ import os
 import pyarrow.parquet as pq
 import pytest
 
-from collector import schema as s
+from runformat import schema as s
 from collector.archive import ArchiveError, RunWriter, check_writable, new_run_id, read_table, write_table_atomic
 
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 
-from collector import schema as s
+from runformat import schema as s
 from collector.archive import RunWriter
-from collector.vocabulary import NoteCode, Verdict
+from runformat.vocabulary import NoteCode, Verdict
 from reporter.article import compute_article
 from reporter.config import ComparisonSpec
 from reporter.load import load_archive

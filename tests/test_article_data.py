@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from collector.vocabulary import Verdict, format_cudnn_version
+from runformat.vocabulary import Verdict, format_cudnn_version
 from reporter.article import compute_article
 from reporter.compare import compare_labels
 from reporter.config import ComparisonSpec

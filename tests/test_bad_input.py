@@ -26,7 +26,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from collector import schema as s
+from runformat import schema as s
 from reporter.errors import ReporterError
 from reporter.load import load_archive
 from test_reporter_support import lognormal_processes, run_id, write_run

@@ -8,7 +8,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from collector import schema as s
+from runformat import schema as s
 from collector.archive import read_table
 
 

@@ -6,7 +6,7 @@ import json
 
 import pandas as pd
 
-from collector.vocabulary import NoteCode
+from runformat.vocabulary import NoteCode
 from reporter.confounders import (
     compute_case_confounders,
     compute_confounder_summary,

@@ -18,7 +18,7 @@ from typing import Any, Callable
 
 import pytest
 
-from collector import schema as s
+from runformat import schema as s
 from collector.archive import read_run as read_run_tables
 from collector.archive import read_table
 from collector.lock import LOCK_FILE

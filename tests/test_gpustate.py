@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from collector import gpustate
-from collector.schema import GPU_STATE_FILE, GPU_STATE_SCHEMA, records_to_table, validate_table
+from runformat.schema import GPU_STATE_FILE, GPU_STATE_SCHEMA, records_to_table, validate_table
 
 
 class FakeNvmlError(Exception):

@@ -28,7 +28,7 @@ from typing import Any, Iterator
 import pyarrow.parquet as pq
 import pytest
 
-from collector import schema as s
+from runformat import schema as s
 from collector.archive import RunWriter, read_table
 
 ROOT = Path(__file__).resolve().parent.parent

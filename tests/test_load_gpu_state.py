@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 
-from collector import schema as s
+from runformat import schema as s
 from collector.archive import RunWriter
 from reporter.load import load_archive
 from tests.test_partfiles import case, gpu, samples

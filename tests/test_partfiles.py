@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from collector import schema as s
+from runformat import schema as s
 from collector.archive import RunWriter, has_parts, merge_parts, read_run, read_table
-from collector.schema import CaseRecord, SampleRecord
+from runformat.schema import CaseRecord, SampleRecord
 from reporter.load import load_archive
 
 ROOT = Path(__file__).resolve().parent.parent

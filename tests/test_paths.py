@@ -19,7 +19,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from collector import schema as s
+from runformat import schema as s
 from collector.archive import ArchiveError, RunWriter, read_table
 from reporter.paths import run_slug, slug
 

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from collector.schema import legacy_case_id
+from runformat.schema import legacy_case_id
 from collector.workloads import registry
 from tests.test_workloads_cases import GPU1 as H200
 from tests.workload_support import make_ctx

@@ -154,7 +154,7 @@ def test_the_fingerprint_redacts_the_image_the_command_line_and_container_facts(
 
 def test_run_entries_are_redacted_where_recorded() -> None:
     from collector.runner import environment_rows
-    from collector.schema import EnvironmentEntry
+    from runformat.schema import EnvironmentEntry
 
     class _Planned:
         fingerprint = [EnvironmentEntry("container", "image", "u:pw@reg.example/img")]

@@ -11,7 +11,7 @@ import pytest
 from reporter.compare import SUMMARY_COLUMNS, compare_labels, compute_summaries
 from reporter.errors import ReporterError
 from reporter.load import load_archive
-from collector.vocabulary import Analysis, NoteCode, Verdict
+from runformat.vocabulary import Analysis, NoteCode, Verdict
 from reporter.stats import VERDICT_BETTER, VERDICT_SAME, VERDICT_WORSE, VERDICTS
 from test_reporter_support import lognormal_processes, load_reference_aa, run_id, write_run
 

@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from collector.archive import RunWriter, read_table
-from collector.schema import CASES_FILE, SAMPLES_FILE, SampleRecord
+from runformat.schema import CASES_FILE, SAMPLES_FILE, SampleRecord
 from reporter.errors import ReporterError
 from reporter.load import RUN_COLUMNS, load_archive
 from test_reporter_support import run_id, write_run

@@ -13,7 +13,7 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from collector.archive import RunWriter
-from collector.schema import CaseRecord, EnvironmentEntry, SampleRecord, metric
+from runformat.schema import CaseRecord, EnvironmentEntry, SampleRecord, metric
 
 REFERENCE_AA = Path(__file__).resolve().parent / "data" / "h200-aa-processes-2026-12-02.json"
 EPOCH = 1_796_220_000.0  # 2026-12-02, a fixed synthetic start time
@@ -118,7 +118,7 @@ def write_run_arrays(
     import pyarrow as pa
 
     from collector.archive import write_table_atomic
-    from collector.schema import CASES_SCHEMA, ENVIRONMENT_SCHEMA, SAMPLES_SCHEMA, table_metadata
+    from runformat.schema import CASES_SCHEMA, ENVIRONMENT_SCHEMA, SAMPLES_SCHEMA, table_metadata
 
     folder = Path(root) / label / run_id
     folder.mkdir(parents=True)

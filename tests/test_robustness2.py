@@ -27,7 +27,7 @@ from click.testing import CliRunner
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from collector import schema as s
+from runformat import schema as s
 from collector.archive import ArchiveError, RunWriter, read_table
 from collector.lock import LOCK_FILE, LockHeld, RunLock
 from collector.resume import check_resume_flags
@@ -457,7 +457,7 @@ def test_sigterm_before_any_run_folder_says_nothing_was_recorded(tmp_path: Path)
 
 def test_an_interruption_names_each_run_folder_and_what_it_holds(tmp_path: Path) -> None:
     from collector.cli import _what_exists
-    from collector.schema import CaseRecord
+    from runformat.schema import CaseRecord
 
     class _Writer:
         def __init__(self, folder: Path) -> None:
@@ -477,7 +477,7 @@ def test_an_interruption_names_each_run_folder_and_what_it_holds(tmp_path: Path)
 
 def test_the_collector_prints_recorded_values_inert(capsys: pytest.CaptureFixture[str]) -> None:
     from collector.cli import _print_summary
-    from collector.schema import CaseRecord
+    from runformat.schema import CaseRecord
 
     class _Writer:
         label = "lab\x1b]0;title\x07el"

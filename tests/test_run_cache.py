@@ -12,7 +12,7 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 
-from collector.schema import SAMPLES_FILE
+from runformat.schema import SAMPLES_FILE
 from reporter import run_cache
 from reporter.load import load_archive
 

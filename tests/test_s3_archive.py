@@ -10,7 +10,7 @@ from pathlib import Path
 import pyarrow.fs as pafs
 import pytest
 
-from collector import schema as s
+from runformat import schema as s
 from collector.archive import ArchiveError, read_table
 from collector.remote import MARKER_FILE, is_url, open_filesystem, upload_run
 from reporter.load import load_archive

@@ -12,7 +12,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import reporter.load as load
-from collector import schema as s
+from runformat import schema as s
 from collector.archive import read_table
 from reporter.load import load_archive
 from reporter.scan import scan_tables

@@ -7,7 +7,7 @@ import math
 import pyarrow as pa
 import pytest
 
-from collector import schema as s
+from runformat import schema as s
 
 
 def _case(**changes):
@@ -123,6 +123,6 @@ def test_schema_module_imports_neither_torch_nor_pandas():
     import subprocess
     import sys
 
-    code = "import sys, collector.schema; print('torch' in sys.modules, 'pandas' in sys.modules)"
+    code = "import sys, runformat.schema; print('torch' in sys.modules, 'pandas' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "False False"

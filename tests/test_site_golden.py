@@ -86,7 +86,7 @@ def test_golden_runs_are_what_the_script_writes(tmp_path: Path, monkeypatch: pyt
     assert made == checked_in
     import pyarrow.parquet as pq
 
-    from collector.schema import upgrade_table
+    from runformat.schema import upgrade_table
 
     # The checked-in files were written as schema 1 and stay so: reading them exercises
     # the upgrade of old runs (schema 2's added columns, null).

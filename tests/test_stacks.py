@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from collector import schema as s
+from runformat import schema as s
 from collector.archive import read_table
 
 

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats as sst
 
-from collector.vocabulary import Note, NoteCode, Verdict
+from runformat.vocabulary import Note, NoteCode, Verdict
 from reporter.notes import note_text
 from reporter.render import Messages
 from reporter.stats import (

@@ -17,9 +17,9 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Callable, Mapping
 
-from collector.schema import case_id_for
+from runformat.schema import case_id_for
 # The families (article sections) live in the shared vocabulary beside the schema.
-from collector.vocabulary import FAMILIES
+from runformat.vocabulary import FAMILIES
 
 
 @dataclass(frozen=True)

@@ -51,7 +51,7 @@ def _distrust_fork() -> None:
 def run(params: Mapping[str, Any], ctx: Any) -> None:
     import os
 
-    from collector.schema import TIMING_WALL
+    from runformat.schema import TIMING_WALL
 
     if ctx.device != "cuda":
         ctx.skip("the CUDA caching allocator (PYTORCH_CUDA_ALLOC_CONF) exists on GPUs only")

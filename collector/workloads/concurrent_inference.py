@@ -44,7 +44,7 @@ def task_context() -> Any:
 
 def run(params: Mapping[str, Any], ctx: Any) -> None:
 
-    from collector.schema import TIMING_WALL
+    from runformat.schema import TIMING_WALL
     from collector.workloads._children import concurrent_task
 
     require(ctx, "torchvision", params["model"])

@@ -85,7 +85,7 @@ def run(params: Mapping[str, Any], ctx: Any) -> None:
     torch = ctx.torch
     from torch.utils.data import DataLoader
 
-    from collector.schema import TIMING_WALL
+    from runformat.schema import TIMING_WALL
     from collector.timing import median_ci_rel_width
     from collector.workloads._data import make_dataset
     from collector.workloads._models import build_image_model, cudnn_default, require

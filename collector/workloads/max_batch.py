@@ -126,7 +126,7 @@ def memory_estimate(result: Mapping[str, Any], batch: int) -> float | None:
 
 
 def run(params: Mapping[str, Any], ctx: Any) -> None:
-    from collector.schema import TIMING_ONESHOT
+    from runformat.schema import TIMING_ONESHOT
 
     model = params["model"]
     require_model(ctx, model)

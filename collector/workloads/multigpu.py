@@ -215,7 +215,7 @@ def _root_cause(output: str) -> str:
 
 def run_ddp(params: Mapping[str, Any], ctx: Any, *, script: Path | None = None, workload: str = "multigpu") -> None:
     """One DDP case through torchrun; ``script`` replaces ``_ddp.py`` (tests inject faults with it)."""
-    from collector.schema import TIMING_WALL, case_id_for
+    from runformat.schema import TIMING_WALL, case_id_for
 
     k = int(params["replicas"])
     nodes = int(params.get("nodes", 1))
