@@ -21,7 +21,7 @@ import pandas as pd
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from collector.archive import read_run  # noqa: E402
+from runformat.archive import read_run  # noqa: E402
 from runformat.schema import CASES_FILE, ENVIRONMENT_FILE, SAMPLES_FILE  # noqa: E402
 
 MEASURED_METRICS = ("time", "latency", "compile_time")

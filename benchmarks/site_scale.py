@@ -28,7 +28,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from collector.archive import write_table_atomic  # noqa: E402
+from runformat.archive import write_table_atomic  # noqa: E402
 from runformat.schema import (  # noqa: E402
     CASES_FILE,
     ENVIRONMENT_FILE,

@@ -22,7 +22,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from collector.archive import read_table  # noqa: E402
+from runformat.archive import read_table  # noqa: E402
 from runformat.schema import CASES_FILE  # noqa: E402
 
 

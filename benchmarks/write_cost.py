@@ -21,7 +21,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from collector.archive import RunWriter  # noqa: E402
+from runformat.archive import RunWriter  # noqa: E402
 from runformat.schema import CaseRecord, EnvironmentEntry, SampleRecord  # noqa: E402
 
 SAMPLES_PER_CASE = 50

@@ -141,7 +141,7 @@ def _check_run_args(args: argparse.Namespace) -> None:
 
 
 def _is_url(text: str) -> bool:
-    from collector.remote import is_url
+    from runformat.remote import is_url
 
     return is_url(text)
 
@@ -188,7 +188,7 @@ def _torchrun_args(args: argparse.Namespace) -> str | None:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from collector.archive import ArchiveError
+    from runformat.archive import ArchiveError
     from collector.runner import Interrupted, RunError, RunOptions, Stack, execute
     from collector.workloads.multigpu import TORCHRUN_ARGS_ENV
 
@@ -198,7 +198,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         os.environ[TORCHRUN_ARGS_ENV] = torchrun  # the workers inherit it; the fingerprint records it
     remote = args.out if _is_url(args.out) else None
     if remote is not None:
-        from collector.remote import default_stage, open_filesystem
+        from runformat.remote import default_stage, open_filesystem
 
         open_filesystem(remote)  # a bad URL fails now, not after the run
     pythons = args.python or [sys.executable]
@@ -267,7 +267,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def _check_resume_flags(args: argparse.Namespace, folder: Path) -> None:
     """Refuse flags that disagree with the run's record; name the ones used or ignored."""
-    from collector.archive import ArchiveError
+    from runformat.archive import ArchiveError
     from collector.resume import check_resume_flags, recorded_settings
 
     try:
@@ -303,8 +303,8 @@ def _upload(planned: list[Any], remote: str | None) -> str:
     """Upload each finished run to ``remote``; a remark for the message (empty without a URL)."""
     if remote is None:
         return ""
-    from collector.archive import ArchiveError
-    from collector.remote import upload_run
+    from runformat.archive import ArchiveError
+    from runformat.remote import upload_run
 
     done, failed = [], []
     for p in planned:
@@ -430,7 +430,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 
 
 def cmd_upload(args: argparse.Namespace) -> int:
-    from collector.remote import upload_run
+    from runformat.remote import upload_run
 
     if not _is_url(args.out):
         raise CLIError(f"--out {args.out!r} is not a URL (s3://bucket/prefix, file:///folder, ...)")
@@ -442,7 +442,7 @@ def cmd_upload(args: argparse.Namespace) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    from collector.archive import ArchiveError
+    from runformat.archive import ArchiveError
 
     try:
         args = parser.parse_args(argv)

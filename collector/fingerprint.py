@@ -18,7 +18,7 @@ import sys
 from typing import Any, Callable, Iterable
 
 from collector import __version__
-from collector.redact import (  # noqa: F401 - redact_argv, looks_like_credential: part of this module's interface
+from runformat.redact import (  # noqa: F401 - redact_argv, looks_like_credential: part of this module's interface
     REDACTED,
     SECRET_NAME,
     looks_like_credential,
@@ -39,7 +39,7 @@ ENV_PREFIXES = (
 ENV_NAMES = ("LD_LIBRARY_PATH", "LD_PRELOAD", "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY",
              "http_proxy", "https_proxy", "no_proxy", "CONDA_DEFAULT_ENV", "VIRTUAL_ENV")
 # Variables with a secret-looking name (redact.SECRET_NAME) are never recorded, whatever the
-# prefix; every value recorded goes through collector.redact, the one redaction function.
+# prefix; every value recorded goes through runformat.redact, the one redaction function.
 # Variables the collector sets for its own workers: not part of the stack.
 ENV_INTERNAL = frozenset({"IMAGEBENCH_PARENT_PID", "IMAGEBENCH_PRELOAD", "IMAGEBENCH_FORK_SERVER"})
 PACKAGES = (

@@ -13,13 +13,13 @@ import json
 from pathlib import Path
 from typing import Any, Mapping
 
-from collector.redact import redact_image
+from runformat.redact import redact_image
 from runformat.schema import ENVIRONMENT_FILE
 
 
 def recorded_settings(folder: Path) -> tuple[dict[str, str], str | None]:
     """The run entries (section ``run``) and the image name recorded in ``folder``'s environment."""
-    from collector.archive import read_table
+    from runformat.archive import read_table
 
     table, _ = read_table(Path(folder) / ENVIRONMENT_FILE, ENVIRONMENT_FILE)
     rows = table.to_pylist()

@@ -37,9 +37,9 @@ from typing import Any, Callable
 import pyarrow as pa
 
 from collector import __version__
-from collector.archive import ArchiveError, RunWriter
+from runformat.archive import ArchiveError, RunWriter
 from collector.lock import LockHeld, RunLock
-from collector.redact import redact_entry
+from runformat.redact import redact_entry
 from runformat.schema import (
     CASES_FILE,
     ENVIRONMENT_FILE,
@@ -955,7 +955,7 @@ def environment_rows(planned: Planned, status: str) -> list[EnvironmentEntry]:
 
 def load_existing(folder: Path) -> tuple[list[EnvironmentEntry], list[CaseRecord], list[SampleRecord]]:
     """Read a run folder's tables back as records (for --resume)."""
-    from collector.archive import read_table
+    from runformat.archive import read_table
 
     env_table, _ = read_table(folder / ENVIRONMENT_FILE, ENVIRONMENT_FILE)
     env = [EnvironmentEntry(**row) for row in env_table.to_pylist()]
@@ -986,7 +986,7 @@ def start_run(options: RunOptions, planned: list[Planned] | None = None) -> list
     Each run is appended to ``planned`` (when given) as soon as its folder exists, so an
     interrupted start still marks what it created.
     """
-    from collector.archive import check_writable
+    from runformat.archive import check_writable
 
     try:
         check_writable(options.out)

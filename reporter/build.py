@@ -647,7 +647,7 @@ def home_view(reports: list[dict[str, Any]], t: Messages) -> dict[str, Any]:
 
 def _shown_path(path: Path | str | None) -> str:
     """``path`` relative to the working folder when it lies inside it (pages show no home folders)."""
-    from collector.remote import describe_url, is_url
+    from runformat.remote import describe_url, is_url
 
     if is_url(str(path)):
         return describe_url(str(path))

@@ -21,8 +21,8 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from collector.archive import ArchiveError, has_parts, merge_parts, read_table
-from collector.redact import redact_entry
+from runformat.archive import ArchiveError, has_parts, merge_parts, read_table
+from runformat.redact import redact_entry
 from runformat.schema import (
     CASES_FILE,
     METRICS,
@@ -705,7 +705,7 @@ def _drop_unsampled(cases: pa.Table, samples: pa.Table) -> tuple[pa.Table, int]:
 
 
 def _redact_environment(table: pa.Table) -> pa.Table:
-    """The environment with ``collector.redact`` applied again, so every view shows redacted
+    """The environment with ``runformat.redact`` applied again, so every view shows redacted
     values even for runs recorded before the collector redacted that form (each distinct
     entry redacted once: runs repeat most of their environment)."""
     if not table.num_rows:

@@ -1,6 +1,6 @@
 """An archive at a URL (``s3://bucket/prefix``): its finished runs mirrored into a local cache folder.
 
-The collector uploads each run's files and then a marker (``collector/remote.py``); only a
+The collector uploads each run's files and then a marker (``runformat/remote.py``); only a
 run with a marker is taken, at its latest upload, so a run still running or cut short is
 never read. Files are checked against the marker's sizes and SHA-256 and land in
 ``<cache>/<label>/<run_id>/`` through a hidden folder and a rename, so the cache is always
@@ -20,8 +20,8 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.fs as pafs
 
-from collector.archive import ArchiveError
-from collector.remote import MARKER_FILE, UPLOADED_FILES, describe_url, is_url, open_filesystem
+from runformat.archive import ArchiveError
+from runformat.remote import MARKER_FILE, UPLOADED_FILES, describe_url, is_url, open_filesystem
 from runformat.schema import RUN_FILES, SchemaError, is_valid_run_id, sanitize_label
 from reporter.errors import ReporterError
 from reporter.load import Problem

@@ -4,7 +4,7 @@ Reading 1,000 runs file by file costs a Parquet open, a validation and a handful
 Arrow calls per file, seconds in all; here every run's file of one kind is read at once:
 one dataset over the files (the columns of the kind's schema only), each file's footer
 checked (columns and types, ``schema_version``, ``run_id``), then the checks
-``collector.archive.read_table`` makes of one file (UTF-8 and string lengths, nulls,
+``runformat.archive.read_table`` makes of one file (UTF-8 and string lengths, nulls,
 statuses, metrics, units, directions, finite and positive values; for samples also each
 metric in its own unit and direction, ``reporter.load._check_run``'s first check) made
 once over the union of the files. The checks are row- and column-wise, so the union passes exactly when
@@ -23,7 +23,7 @@ import pyarrow.compute as pc
 import pyarrow.dataset as ds
 import pyarrow.fs as pafs
 
-from collector.archive import MAX_STRING_BYTES
+from runformat.archive import MAX_STRING_BYTES
 from runformat.schema import (
     ADDED_COLUMNS, BETTER_HIGHER, BETTER_LOWER, BETTER_NONE, CASES_FILE, METRICS, READABLE_SCHEMA_VERSIONS, SAMPLES_FILE,
     SCHEMAS, STATUSES, TIMINGS, UNITS,
@@ -103,7 +103,7 @@ def _good_fragments(expected: pa.Schema, added: tuple[str, ...], paths: list[Pat
 
 
 def _valid(kind: str, table: pa.Table, where: str) -> bool:
-    """Whether ``table`` passes the row and column checks of ``collector.archive.read_table``
+    """Whether ``table`` passes the row and column checks of ``runformat.archive.read_table``
     (and, for samples, holds each metric in its own unit and direction).
 
     A dictionary-encoded column is checked through its dictionaries (text, lengths, allowed

@@ -7,7 +7,7 @@ import random
 import shutil
 from pathlib import Path
 
-from collector.archive import RunWriter, read_run
+from runformat.archive import RunWriter, read_run
 from collector.runner import Planned, Runner, RunOptions, Stack, Task
 from collector.workloads import Case, DeviceInfo
 

@@ -8,7 +8,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from runformat import schema as s
-from collector.archive import ArchiveError, RunWriter, check_writable, new_run_id, read_table, write_table_atomic
+from runformat.archive import ArchiveError, RunWriter, check_writable, new_run_id, read_table, write_table_atomic
 
 
 def test_run_ids_are_timestamps_with_a_suffix_and_unique():
@@ -20,7 +20,7 @@ def test_run_ids_are_timestamps_with_a_suffix_and_unique():
 
 
 def test_a_run_id_drawn_twice_is_never_reused(tmp_path, monkeypatch):
-    import collector.archive as archive
+    import runformat.archive as archive
 
     drawn = iter(["20261202T140512Z-3fa9c1-5e0b7d", "20261202T140512Z-3fa9c1-5e0b7d", "20261202T140512Z-4ab0d2-5e0b7d"])
     monkeypatch.setattr(archive, "new_run_id", lambda: next(drawn))

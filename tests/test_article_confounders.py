@@ -6,7 +6,7 @@ import json
 from dataclasses import replace
 
 from runformat import schema as s
-from collector.archive import RunWriter
+from runformat.archive import RunWriter
 from runformat.vocabulary import NoteCode, Verdict
 from reporter.article import compute_article
 from reporter.config import ComparisonSpec

@@ -9,7 +9,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from runformat import schema as s
-from collector.archive import read_table
+from runformat.archive import read_table
 
 
 @pytest.mark.parametrize(

@@ -19,8 +19,8 @@ from typing import Any, Callable
 import pytest
 
 from runformat import schema as s
-from collector.archive import read_run as read_run_tables
-from collector.archive import read_table
+from runformat.archive import read_run as read_run_tables
+from runformat.archive import read_table
 from collector.lock import LOCK_FILE
 from reporter.load import load_archive
 
@@ -325,7 +325,7 @@ def test_a_write_failing_mid_run_is_a_clear_error_and_keeps_what_was_written(tmp
 
 
 def test_an_unusable_output_folder_is_a_clear_error(tmp_path):
-    from collector.archive import ArchiveError, check_writable
+    from runformat.archive import ArchiveError, check_writable
 
     a_file = tmp_path / "file"
     a_file.write_text("x")

@@ -29,7 +29,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from runformat import schema as s
-from collector.archive import RunWriter, read_table
+from runformat.archive import RunWriter, read_table
 
 ROOT = Path(__file__).resolve().parent.parent
 CHROMIUM = Path("/usr/bin/chromium")

@@ -6,7 +6,7 @@ import json
 from dataclasses import replace
 
 from runformat import schema as s
-from collector.archive import RunWriter
+from runformat.archive import RunWriter
 from reporter.load import load_archive
 from tests.test_partfiles import case, gpu, samples
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from runformat import schema as s
-from collector.archive import read_table
+from runformat.archive import read_table
 from collector.suites import SUITES
 from collector.workloads._models import free_port
 

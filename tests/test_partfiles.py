@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from runformat import schema as s
-from collector.archive import RunWriter, has_parts, merge_parts, read_run, read_table
+from runformat.archive import RunWriter, has_parts, merge_parts, read_run, read_table
 from runformat.schema import CaseRecord, SampleRecord
 from reporter.load import load_archive
 
@@ -88,7 +88,7 @@ def test_a_crash_during_compaction_reads_the_same(tmp_path):
     w.write_attempt([case("a")], samples("a"), [gpu("a")])
     merged = merge_parts(w.folder, {k: read_table(w.folder / k, k)[0] for k in (s.CASES_FILE, s.SAMPLES_FILE)})
     for kind in (s.SAMPLES_FILE, s.GPU_STATE_FILE, s.CASES_FILE):
-        from collector.archive import write_table_atomic
+        from runformat.archive import write_table_atomic
 
         write_table_atomic(merged[kind].replace_schema_metadata(s.table_metadata(run_id=w.run_id, label=w.label)),
                            w.folder / kind)

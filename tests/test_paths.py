@@ -20,7 +20,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from runformat import schema as s
-from collector.archive import ArchiveError, RunWriter, read_table
+from runformat.archive import ArchiveError, RunWriter, read_table
 from reporter.paths import run_slug, slug
 
 HOSTILE_NAMES = [

@@ -1,4 +1,4 @@
-"""collector.redact: every credential form is hidden where it is recorded and again where it is read.
+"""runformat.redact: every credential form is hidden where it is recorded and again where it is read.
 
 Each secret below is a made-up value of the right shape (none is a real credential).
 """
@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from collector import fingerprint as fp
-from collector.redact import REDACTED, redact, redact_argv, redact_command_line, redact_entry, redact_image
+from runformat.redact import REDACTED, redact, redact_argv, redact_command_line, redact_entry, redact_image
 
 GITHUB = "ghp_A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
 GITHUB_PAT = "github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMN"

@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from collector.archive import RunWriter, read_table
+from runformat.archive import RunWriter, read_table
 from runformat.schema import CASES_FILE, SAMPLES_FILE, SampleRecord
 from reporter.errors import ReporterError
 from reporter.load import RUN_COLUMNS, load_archive

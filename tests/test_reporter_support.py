@@ -12,7 +12,7 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from collector.archive import RunWriter
+from runformat.archive import RunWriter
 from runformat.schema import CaseRecord, EnvironmentEntry, SampleRecord, metric
 
 REFERENCE_AA = Path(__file__).resolve().parent / "data" / "h200-aa-processes-2026-12-02.json"
@@ -117,7 +117,7 @@ def write_run_arrays(
     """
     import pyarrow as pa
 
-    from collector.archive import write_table_atomic
+    from runformat.archive import write_table_atomic
     from runformat.schema import CASES_SCHEMA, ENVIRONMENT_SCHEMA, SAMPLES_SCHEMA, table_metadata
 
     folder = Path(root) / label / run_id

@@ -28,7 +28,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from runformat import schema as s
-from collector.archive import ArchiveError, RunWriter, read_table
+from runformat.archive import ArchiveError, RunWriter, read_table
 from collector.lock import LOCK_FILE, LockHeld, RunLock
 from collector.resume import check_resume_flags
 from reporter.cli import cli

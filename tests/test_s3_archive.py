@@ -11,8 +11,8 @@ import pyarrow.fs as pafs
 import pytest
 
 from runformat import schema as s
-from collector.archive import ArchiveError, read_table
-from collector.remote import MARKER_FILE, is_url, open_filesystem, upload_run
+from runformat.archive import ArchiveError, read_table
+from runformat.remote import MARKER_FILE, is_url, open_filesystem, upload_run
 from reporter.load import load_archive
 
 moto_server = pytest.importorskip("moto.server", reason="moto[server] is a test dependency (pyproject.toml [test])")
@@ -124,7 +124,7 @@ def test_only_finished_uploads_are_read_and_nothing_is_overwritten(s3, tmp_path,
 
 
 def test_a_running_run_is_not_uploaded_and_bad_urls_are_one_line(s3, tmp_path, run_cli):
-    from collector.archive import RunWriter
+    from runformat.archive import RunWriter
 
     w = RunWriter.create(tmp_path / "runs", "lab")
     w.write_environment([s.EnvironmentEntry("run", "status", s.RUN_RUNNING)])

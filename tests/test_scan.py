@@ -13,7 +13,7 @@ import pytest
 
 import reporter.load as load
 from runformat import schema as s
-from collector.archive import read_table
+from runformat.archive import read_table
 from reporter.load import load_archive
 from reporter.scan import scan_tables
 from test_bad_input import BAD_INPUTS, BAD_LABEL, bad_run, runs  # noqa: F401  (runs: a fixture)

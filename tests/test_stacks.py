@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from runformat import schema as s
-from collector.archive import read_table
+from runformat.archive import read_table
 
 
 def make_venv(folder: Path) -> Path:

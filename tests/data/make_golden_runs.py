@@ -28,7 +28,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from collector.archive import RunWriter  # noqa: E402
+from runformat.archive import RunWriter  # noqa: E402
 from runformat.schema import (  # noqa: E402
     CaseRecord,
     EnvironmentEntry,

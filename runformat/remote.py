@@ -33,7 +33,7 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
-from collector.archive import ArchiveError, host_tag, new_run_id
+from runformat.archive import ArchiveError, host_tag, new_run_id
 from runformat.schema import ENVIRONMENT_FILE, GPU_STATE_FILE, RUN_COMPLETE, RUN_FILES, RUN_INTERRUPTED, is_valid_run_id
 
 MARKER_FILE = "imagebench-upload.json"
