@@ -20,8 +20,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from reporter.compare import compare_labels  # noqa: E402
-from reporter.load import load_archive  # noqa: E402
+from reporter.model.compare import compare_labels  # noqa: E402
+from reporter.data.load import load_archive  # noqa: E402
 
 
 def main() -> int:

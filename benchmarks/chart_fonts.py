@@ -3,7 +3,7 @@
 SYNTHETIC INPUT, FOR TIMING THE TOOL ONLY: the charts are those of a site built from a small
 generated archive (benchmarks/site_scale.py's generator, in a temporary folder), rendered twice,
 each time in a fresh process: with vl-convert's default font database (every font of the system)
-and with ``reporter.charts.chart_fonts`` (vl-convert's own Liberation Sans and one font with
+and with ``reporter.present.charts.chart_fonts`` (vl-convert's own Liberation Sans and one font with
 Chinese glyphs). Prints the time per chart in each language and how many SVGs differ.
 
     .venv/bin/python benchmarks/chart_fonts.py [--labels 6 --runs 12]
@@ -32,7 +32,7 @@ if sys.argv[2] == "system":
     import vl_convert as vlc
     render = vlc.vegalite_to_svg
 else:
-    from reporter.charts import chart_fonts, render_svg as render
+    from reporter.present.charts import chart_fonts, render_svg as render
     chart_fonts()
 render(specs[0])  # vl-convert's start is not a chart's time
 cjk = re.compile("[\\u3400-\\u9fff]")
@@ -50,7 +50,7 @@ pickle.dump((out, times), open(sys.argv[3], "wb"))
 def chart_specs(folder: Path, labels: int, runs: int) -> list[dict]:
     """Every chart specification of the site of a generated archive (its pages are thrown away)."""
     import benchmarks.site_scale as site_scale
-    import reporter.build as build
+    import reporter.site.build as build
 
     site_scale.write_archive(folder / "runs", labels, runs)
     specs: list[dict] = []

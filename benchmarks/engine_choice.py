@@ -7,7 +7,7 @@ compute the exact median, count, min and max per (run, case, metric, process), w
 * pyarrow.dataset + numpy (one lexsort, then order statistics by group offsets),
 * the same as the reporter does it (``pyarrow+numpy-grouped``): one scan of the dataset,
   the run known from each batch's fragment, case and metric read as Parquet dictionaries
-  (codes, no strings), and ``reporter.stats.sort_within_groups`` (samples are stored
+  (codes, no strings), and ``reporter.model.stats.sort_within_groups`` (samples are stored
   grouped, so only each process's values are sorted) instead of a lexsort,
 * pyarrow's own ``group_by`` (which has no exact median: ``approximate_median``, t-digest),
 * DuckDB (``read_parquet`` + ``median``), and
@@ -79,7 +79,7 @@ def _run_pyarrow_numpy_grouped(root: Path) -> int:
     import pyarrow as pa
     import pyarrow.dataset as ds
 
-    from reporter.stats import sort_within_groups
+    from reporter.model.stats import sort_within_groups
 
     files = _files(root)
     fmt = ds.ParquetFileFormat(read_options=ds.ParquetReadOptions(dictionary_columns=["case_id", "metric"]))

@@ -103,8 +103,8 @@ def write_synthetic_archive(out: Path, n_runs: int, n_cases: int, seed: int = 0)
 
 def time_reporter(runs_dir: Path) -> list[tuple[str, float, float]]:
     """Load, summarise and compare; returns (step, wall seconds, peak RSS MiB after the step)."""
-    from reporter.compare import compare_labels, compute_summaries
-    from reporter.load import load_archive
+    from reporter.model.compare import compare_labels, compute_summaries
+    from reporter.data.load import load_archive
 
     def peak_mib() -> float:
         return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0

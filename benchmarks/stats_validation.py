@@ -33,8 +33,8 @@ from scipy import stats as sst
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
-from reporter.compare import _ranked, compare_labels  # noqa: E402
-from reporter.load import load_archive  # noqa: E402
+from reporter.model.compare import _ranked, compare_labels  # noqa: E402
+from reporter.data.load import load_archive  # noqa: E402
 from stats_sim import Design, analyse, coverage, mc_error, simulate  # noqa: E402
 
 CPU_LABELS = ("torch-2.13.0-cpu", "torch-2.14.1-cpu")

@@ -30,8 +30,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from collector.timing import median_ci_rel_width  # noqa: E402
-from reporter.compare import compare_labels  # noqa: E402
-from reporter.load import load_archive  # noqa: E402
+from reporter.model.compare import compare_labels  # noqa: E402
+from reporter.data.load import load_archive  # noqa: E402
 
 
 def stop_at(values: list[float], iterations: list[int], min_samples: int, budget_s: float, target: float) -> int:

@@ -9,12 +9,12 @@ from typing import Any
 import click
 from rich.console import Console
 
-from reporter.compare import compare_labels
+from reporter.model.compare import compare_labels
 from reporter.errors import ReporterError
-from reporter.load import load_archive
+from reporter.data.load import load_archive
 from reporter.options import FOLDER, PERCENT, RUNS, one_line
-from reporter.tables import FORMATS, RENDERERS, render_comparison_table, render_problems, render_runs_table, runs_records
-from reporter.terminal import inert, inert_json
+from reporter.present.tables import FORMATS, RENDERERS, render_comparison_table, render_problems, render_runs_table, runs_records
+from reporter.present.terminal import inert, inert_json
 
 EXIT_BAD_INPUT = 2
 
@@ -117,7 +117,7 @@ def runs_command(runs_dir: str, fmt: str, strict: bool) -> None:
         render_runs_table(archive, _console())
 
 
-from reporter.build import build_command; cli.add_command(build_command)  # noqa: E402,E702 - `reporter build`: the published site
+from reporter.site.build import build_command; cli.add_command(build_command)  # noqa: E402,E702 - `reporter build`: the published site
 
 
 def main(argv: list[str] | None = None) -> None:

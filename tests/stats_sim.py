@@ -3,9 +3,9 @@
 Every number here is synthetic (seeded draws with a known truth), for the coverage,
 false-call and power checks of ``tests/test_stats_simulation.py`` and the full figures of
 ``benchmarks/stats_validation.py``. ``analyse`` applies exactly the sequence of
-``reporter.compare._compare_rows`` (one-way layout by run, moderation with the
+``reporter.model.compare._compare_rows`` (one-way layout by run, moderation with the
 within-process covariate, hierarchical tests, Benjamini–Hochberg, verdicts) and the
-per-unit geomean of ``reporter.compare._geomean_of``, to many articles at once.
+per-unit geomean of ``reporter.model.compare._geomean_of``, to many articles at once.
 
 The model of one article: ``K`` cases, two sides, ``R`` runs a side, ``P`` processes a run,
 ``S`` samples a process. A log sample is the case's level + the side's true effect + a
@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import stdtrit
 
-from reporter.stats import (
+from reporter.model.stats import (
     moderated_components,
     adjust_pvalues,
     compute_hierarchical_tests,

@@ -1,4 +1,4 @@
-"""compute_article wires reporter.confounders in: per-case precision and GPU-state notes, the headline warning, what changed."""
+"""compute_article wires reporter.article.confounders in: per-case precision and GPU-state notes, the headline warning, what changed."""
 
 from __future__ import annotations
 
@@ -8,10 +8,10 @@ from dataclasses import replace
 from runformat import schema as s
 from runformat.archive import RunWriter
 from runformat.vocabulary import NoteCode, Verdict
-from reporter.article import compute_article
-from reporter.config import ComparisonSpec
-from reporter.load import load_archive
-from reporter.notes import note_text
+from reporter.article.compute import compute_article
+from reporter.article.config import ComparisonSpec
+from reporter.data.load import load_archive
+from reporter.present.notes import note_text
 from tests.test_partfiles import case, gpu, samples
 
 DEFAULTS = {"matmul_allow_tf32": False, "cudnn_allow_tf32": True, "float32_matmul_precision": "highest",
@@ -75,7 +75,7 @@ def test_precision_and_gpu_state_reach_the_rows_the_headline_and_what_changed(tm
 def test_a_matmul_is_not_flagged_for_the_cudnn_setting() -> None:
     import pandas as pd
 
-    from reporter.confounders import compute_case_confounders
+    from reporter.article.confounders import compute_case_confounders
 
     def side(settings):
         return pd.DataFrame([{"case_id": cid, "workload": w, "status": "ok", "settings": json.dumps(settings)}

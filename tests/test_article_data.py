@@ -10,12 +10,12 @@ from pathlib import Path
 import pytest
 
 from runformat.vocabulary import Verdict, format_cudnn_version
-from reporter.article import compute_article
-from reporter.compare import compare_labels
-from reporter.config import ComparisonSpec
-from reporter.load import load_archive
-from reporter.messages import catalogue
-from reporter.views import change_phrase
+from reporter.article.compute import compute_article
+from reporter.model.compare import compare_labels
+from reporter.article.config import ComparisonSpec
+from reporter.data.load import load_archive
+from reporter.present.messages import catalogue
+from reporter.present.views import change_phrase
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests" / "data"))
@@ -82,8 +82,8 @@ def test_cudnn_versions_and_cross_device_phrasing() -> None:
 
 
 def test_a_change_and_its_ci_are_said_in_one_form() -> None:
-    from reporter.article_data import Interval
-    from reporter.views import change_ci_phrase
+    from reporter.article.data import Interval
+    from reporter.present.views import change_ci_phrase
 
     t = catalogue("en")
     # 31.2% faster whose upper bound passes 1.5x: the CI stays in percent
@@ -98,7 +98,7 @@ def test_a_change_and_its_ci_are_said_in_one_form() -> None:
 def test_the_article_says_whether_the_sides_ran_on_the_same_gpus(article) -> None:
     """By the GPU UUIDs the runs recorded: volatile for the list of changes (a fleet's runs
     differ in them), yet a reader of a comparison across hosts must learn of it."""
-    from reporter.article import _gpu_boards
+    from reporter.article.compute import _gpu_boards
 
     data, _ = article
     assert data.gpus is None  # the golden runs record no GPU

@@ -28,7 +28,7 @@ import pytest
 
 from runformat import schema as s
 from reporter.errors import ReporterError
-from reporter.load import load_archive
+from reporter.data.load import load_archive
 from test_reporter_support import lognormal_processes, run_id, write_run
 
 BAD_LABEL = "stack-bad"
@@ -360,9 +360,9 @@ def test_unreadable_file_via_permission_error(runs: Path, monkeypatch: pytest.Mo
         return real(path, *args, **kwargs)
 
     monkeypatch.setattr(pq, "read_table", read_table)
-    # The bulk scan (reporter.scan) opens files itself; one it cannot open is left to the
+    # The bulk scan (reporter.data.scan) opens files itself; one it cannot open is left to the
     # file-by-file read above, as a permission error would leave it.
-    import reporter.scan as scan
+    import reporter.data.scan as scan
 
     real_fragments = scan._good_fragments
     monkeypatch.setattr(scan, "_good_fragments", lambda expected, added, paths, ids: {

@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from reporter.charts import (
+from reporter.present.charts import (
     STACK_COLORS,
     VERDICT_COLORS,
     chart_lines,
@@ -237,7 +237,7 @@ def test_charts_measure_with_the_shipped_latin_font_and_one_chinese_font(tmp_pat
 
     code = """
 import json, os, sys
-from reporter.charts import chart_fonts, chinese_font_file, render_svg
+from reporter.present.charts import chart_fonts, chinese_font_file, render_svg
 os.environ["FONTCONFIG_FILE"] = "/nonexistent/fonts.conf"
 fonts = chart_fonts()
 spec = {"data": {"values": [{"a": "scale-2.11.0 matmul"}]}, "mark": "point",
@@ -283,14 +283,14 @@ def test_the_cut_down_chinese_face_measures_as_the_whole_face(tmp_path) -> None:
     import sys
 
     pytest.importorskip("fontTools")
-    from reporter.charts import chinese_font_face
+    from reporter.present.charts import chinese_font_face
 
     if chinese_font_face() is None:
         pytest.skip("no Chinese font installed")
     code = """
 import json, sys
 from pathlib import Path
-import reporter.charts as charts
+import reporter.present.charts as charts
 if sys.argv[1] == "whole":
     conf = charts._fontconfig_file(*charts.chinese_font_face())
     text = conf.read_text(encoding="utf-8")
@@ -319,7 +319,7 @@ def test_without_fonttools_the_whole_face_alone_serves(tmp_path, monkeypatch) ->
     """No fontTools (or a face it cannot read): the fontconfig file lists the whole face alone."""
     import sys
 
-    from reporter import charts
+    from reporter.present import charts
 
     font = tmp_path / "plain.ttf"
     font.write_bytes(b"\0\1\0\0" + b"\0" * 60)  # not a collection: linked as it is
@@ -336,7 +336,7 @@ def test_a_face_of_a_font_collection_becomes_a_font_of_its_own(tmp_path) -> None
     table directory and its tables, at new aligned offsets, checksums kept."""
     import struct
 
-    from reporter.charts import _collection_faces
+    from reporter.present.charts import _collection_faces
 
     shared, own = b"glyf-shared-data", [b"name-zero", b"name-one!!"]
     faces_tables = [{b"glyf": shared, b"name": own[0]}, {b"glyf": shared, b"name": own[1]}]
@@ -383,7 +383,7 @@ def test_chart_processes_start_early_and_this_process_never_starts_vl_convert(tm
 
     code = """
 import json, sys
-from reporter.charts import ChartRenderer
+from reporter.present.charts import ChartRenderer
 specs = [{"data": {"values": [{"a": a, "v": i}]}, "mark": "bar",
           "encoding": {"x": {"field": "a", "type": "nominal"}, "y": {"field": "v", "type": "quantitative"}},
           "config": {"aria": False}} for i, a in enumerate(["matmul", "矩阵乘法", "conv"])]
@@ -394,7 +394,7 @@ r.submit(specs[2:])
 svgs = r.results()
 chinese = r.measures_chinese()
 started_here = "vl_convert" in sys.modules
-from reporter.charts import _renderer_version, measures_chinese, render_svg, render_svgs
+from reporter.present.charts import _renderer_version, measures_chinese, render_svg, render_svgs
 print(json.dumps({"started_here": started_here, "version": r.version, "here": _renderer_version(render_svgs),
                   "chinese": chinese, "chinese_here": measures_chinese(),
                   "same": svgs == [render_svg(s) for s in specs]}))

@@ -7,7 +7,7 @@ import json
 import pandas as pd
 
 from runformat.vocabulary import NoteCode
-from reporter.confounders import (
+from reporter.article.confounders import (
     compute_case_confounders,
     compute_confounder_summary,
     compute_precision_changes,
@@ -112,7 +112,7 @@ def test_what_changed_lists_the_precision_defaults_that_differ():
 def test_the_idle_workers_of_an_interleaved_recording_are_not_sharing():
     """In an interleaved recording the other stack's worker holds a CUDA context while it
     waits: one other process a side is the recording's own, two means a real neighbour."""
-    from reporter.confounders import interleaved_siblings
+    from reporter.article.confounders import interleaved_siblings
 
     env = pd.DataFrame([
         {"run_id": run, "section": "run", "key": k, "value": v}

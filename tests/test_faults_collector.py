@@ -22,7 +22,7 @@ from runformat import schema as s
 from runformat.archive import read_run as read_run_tables
 from runformat.archive import read_table
 from collector.lock import LOCK_FILE
-from reporter.load import load_archive
+from reporter.data.load import load_archive
 
 ROOT = Path(__file__).resolve().parent.parent
 GATE_ENV = "IMAGEBENCH_TEST_GATE"

@@ -136,8 +136,8 @@ def site(recorded: dict[str, Path]) -> Iterator[dict[str, Any]]:
         pytest.skip(f"Chromium is not installed at {CHROMIUM}")
     from fault_workloads import WORKLOADS
 
-    from reporter.build import build_site
-    from reporter.views import WorkloadInfo
+    from reporter.site.build import build_site
+    from reporter.present.views import WorkloadInfo
 
     tmp = recorded["tmp"]
     workloads = {w.name: WorkloadInfo(w.name, w.family, w.title, w.method) for w in WORKLOADS}

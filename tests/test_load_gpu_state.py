@@ -7,7 +7,7 @@ from dataclasses import replace
 
 from runformat import schema as s
 from runformat.archive import RunWriter
-from reporter.load import load_archive
+from reporter.data.load import load_archive
 from tests.test_partfiles import case, gpu, samples
 
 OLD = "matmul[dtype=fp32,n=64]"

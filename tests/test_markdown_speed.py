@@ -1,4 +1,4 @@
-"""reporter.markdown_speed: the same HTML as Python-Markdown's own inline processing, on every input."""
+"""reporter.site.markdown_speed: the same HTML as Python-Markdown's own inline processing, on every input."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from markdown.inlinepatterns import SimpleTagInlineProcessor
 
-from reporter.markdown_speed import MAY_CHANGE, PlainTextInlineProcessor
+from reporter.site.markdown_speed import MAY_CHANGE, PlainTextInlineProcessor
 
 ROOT = Path(__file__).resolve().parent.parent
 GOLDEN = ROOT / "tests" / "data" / "golden_site"
@@ -21,12 +21,12 @@ def _site_extensions() -> list[str | dict]:
     """The Markdown extensions of the repository's mkdocs.yml, without this one."""
     config = yaml.safe_load((ROOT / "mkdocs.yml").read_text(encoding="utf-8"))
     names = [next(iter(e)) if isinstance(e, dict) else e for e in config["markdown_extensions"]]
-    assert "reporter.markdown_speed" in names  # the site is built with it
-    return [n for n in names if n != "reporter.markdown_speed"]
+    assert "reporter.site.markdown_speed" in names  # the site is built with it
+    return [n for n in names if n != "reporter.site.markdown_speed"]
 
 
 def _html(text: str, fast: bool, extra: list | None = None) -> str:
-    extensions = _site_extensions() + (extra or []) + (["reporter.markdown_speed"] if fast else [])
+    extensions = _site_extensions() + (extra or []) + (["reporter.site.markdown_speed"] if fast else [])
     return markdown.Markdown(extensions=extensions).convert(text)
 
 
@@ -77,18 +77,18 @@ class _Strike(markdown.Extension):
 def test_another_extensions_pattern_turns_the_speed_up_off() -> None:
     text = "plain ~~struck~~ text"
     assert MAY_CHANGE.search(text) is None
-    fast = markdown.Markdown(extensions=[*_site_extensions(), _Strike(), "reporter.markdown_speed"])
+    fast = markdown.Markdown(extensions=[*_site_extensions(), _Strike(), "reporter.site.markdown_speed"])
     assert fast.convert(text) == _html(text, fast=False, extra=[_Strike()]) == "<p>plain <del>struck</del> text</p>"
     inline = fast.treeprocessors["inline"]
     assert isinstance(inline, PlainTextInlineProcessor) and not inline._skip_plain
-    plain = markdown.Markdown(extensions=[*_site_extensions(), "reporter.markdown_speed"])
+    plain = markdown.Markdown(extensions=[*_site_extensions(), "reporter.site.markdown_speed"])
     plain.convert(text)
     assert plain.treeprocessors["inline"]._skip_plain  # the site's own extensions keep it on
 
 
 def test_plain_text_skips_the_patterns() -> None:
     """What it is for: a text without markup is never handed to a pattern."""
-    md = markdown.Markdown(extensions=[*_site_extensions(), "reporter.markdown_speed"])
+    md = markdown.Markdown(extensions=[*_site_extensions(), "reporter.site.markdown_speed"])
     tried: list[str] = []
     for pattern in md.inlinePatterns:
         original = pattern.getCompiledRegExp()
@@ -161,7 +161,7 @@ def test_table_boxes_come_out_the_same() -> None:
 def test_the_site_pages_take_the_fast_path_for_their_plain_boxes(monkeypatch) -> None:
     """What it is for: a generated page's boxes of plain cells, top level and in collapsible
     blocks, are written at once; a box with a link in a cell is not."""
-    from reporter import markdown_speed
+    from reporter.site import markdown_speed
 
     made: list[bool] = []
     original = markdown_speed._table_html

@@ -14,7 +14,7 @@ import pytest
 from runformat import schema as s
 from runformat.archive import RunWriter, has_parts, merge_parts, read_run, read_table
 from runformat.schema import CaseRecord, SampleRecord
-from reporter.load import load_archive
+from reporter.data.load import load_archive
 
 ROOT = Path(__file__).resolve().parent.parent
 

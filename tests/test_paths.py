@@ -3,7 +3,7 @@
 The collector files a run under ``sanitize_label(label)`` and a run id it makes itself;
 ``--resume`` takes the label and run id from the run's own files. The reporter takes
 labels from folder names (runs merge by copying folders, so any name a file system
-allows can arrive) and names pages with ``reporter.views.slug``. Both are checked with
+allows can arrive) and names pages with ``reporter.present.views.slug``. Both are checked with
 the classic escapes (``..``, absolute paths, NUL, separators, very long names) and with
 Hypothesis over arbitrary text.
 """
@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 from runformat import schema as s
 from runformat.archive import ArchiveError, RunWriter, read_table
-from reporter.paths import run_slug, slug
+from reporter.article.paths import run_slug, slug
 
 HOSTILE_NAMES = [
     "..", ".", "...", "../../etc/passwd", "/etc/passwd", "a/../../b", "..\\..\\windows", "C:\\Windows\\System32",
@@ -153,7 +153,7 @@ def test_a_build_writes_only_inside_site_whatever_the_label_folders_are_called(t
     """Label folder names a file system allows but a URL or a path join might not survive."""
     import numpy as np
 
-    from reporter.build import build_site
+    from reporter.site.build import build_site
     from test_reporter_support import lognormal_processes, run_id, write_run
 
     names = ["...", "a\nb", "x" * 250, "-rf", " spaced ", "%2e%2e%2f", "\u202eevil", "名字", "label.", "a..b", "$(id)"]

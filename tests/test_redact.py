@@ -169,7 +169,7 @@ def test_run_entries_are_redacted_where_recorded() -> None:
 def test_the_reporter_redacts_runs_recorded_before_redaction(tmp_path) -> None:
     import numpy as np
 
-    from reporter.load import load_archive
+    from reporter.data.load import load_archive
     from test_reporter_support import lognormal_processes, run_id, write_run
 
     secrets = {

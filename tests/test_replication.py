@@ -7,7 +7,7 @@ import pytest
 from scipy.stats import t
 
 from collector.replication import compute_median_ci, compute_rel_half_width, t_975
-from reporter.stats import compute_summary
+from reporter.model.stats import compute_summary
 
 
 @pytest.mark.parametrize("df", [1, 2, 3, 5, 10, 29, 30, 31, 60, 200])

@@ -1,4 +1,4 @@
-"""reporter.compare on synthetic archives and on the public H200 A/A reference data."""
+"""reporter.model.compare on synthetic archives and on the public H200 A/A reference data."""
 
 from __future__ import annotations
 
@@ -8,11 +8,11 @@ import math
 import numpy as np
 import pytest
 
-from reporter.compare import SUMMARY_COLUMNS, compare_labels, compute_summaries
+from reporter.model.compare import SUMMARY_COLUMNS, compare_labels, compute_summaries
 from reporter.errors import ReporterError
-from reporter.load import load_archive
+from reporter.data.load import load_archive
 from runformat.vocabulary import Analysis, NoteCode, Verdict
-from reporter.stats import VERDICT_BETTER, VERDICT_SAME, VERDICT_WORSE, VERDICTS
+from reporter.model.stats import VERDICT_BETTER, VERDICT_SAME, VERDICT_WORSE, VERDICTS
 from test_reporter_support import lognormal_processes, load_reference_aa, run_id, write_run
 
 ROW_COLUMNS = {
@@ -333,7 +333,7 @@ def test_run_level_variance_is_borrowed_within_one_timing_method_only(tmp_path):
     write_run(tmp_path, "stack", {c: procs(1e-3) for c in cases}, run_id=run_id(2), environment=old)
     write_run(tmp_path, "stack", {c: procs(1.3e-3) for c in cases}, run_id=run_id(3), environment=old)
     archive = load_archive(tmp_path)
-    from reporter.compare import run_methods
+    from reporter.model.compare import run_methods
 
     methods = run_methods(archive)
     assert methods[run_id(0)] == methods[run_id(1)] != methods[run_id(2)] == methods[run_id(3)]

@@ -1,4 +1,4 @@
-"""reporter.load: reading, validating and selecting runs of a synthetic archive."""
+"""reporter.data.load: reading, validating and selecting runs of a synthetic archive."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 from runformat.archive import RunWriter, read_table
 from runformat.schema import CASES_FILE, SAMPLES_FILE, SampleRecord
 from reporter.errors import ReporterError
-from reporter.load import RUN_COLUMNS, load_archive
+from reporter.data.load import RUN_COLUMNS, load_archive
 from test_reporter_support import run_id, write_run
 
 CASES = {"mm[n=1024]": [[1.0e-5, 1.1e-5, 1.05e-5]] * 3, "conv[k=3]": [[2.0e-3, 2.1e-3]] * 3}
@@ -174,7 +174,7 @@ def test_bulk_attempt_checks_flag_exactly_the_runs_at_fault(monkeypatch, dense):
     import numpy as np
     import pyarrow as pa
 
-    from reporter import load
+    from reporter.data import load
 
     monkeypatch.setattr(load, "DENSE_SLACK", 1_000_000 if dense else -10**12)
 

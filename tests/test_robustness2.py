@@ -33,8 +33,8 @@ from collector.lock import LOCK_FILE, LockHeld, RunLock
 from collector.resume import check_resume_flags
 from reporter.cli import cli
 from reporter.errors import ReporterError
-from reporter.load import load_archive
-from reporter.publish import PUBLIC_MARKER, publish_site
+from reporter.data.load import load_archive
+from reporter.site.publish import PUBLIC_MARKER, publish_site
 from test_reporter_support import lognormal_processes, run_id, write_run
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -161,7 +161,7 @@ def _builder(version: str, fail: bool = False):
 def test_a_site_is_swapped_in_whole_and_a_failed_build_keeps_the_last(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                                       exchange: bool) -> None:
     if not exchange:
-        monkeypatch.setattr("reporter.publish._exchange", lambda a, b: False)
+        monkeypatch.setattr("reporter.site.publish._exchange", lambda a, b: False)
     public = tmp_path / "public"
     publish_site(public, _builder("v1"))
     assert (public / "index.html").read_text() == "v1" and (public / PUBLIC_MARKER).is_file()

@@ -1,4 +1,4 @@
-"""The archive's cache of what the reporter read of each run (``reporter.run_cache``): used when
+"""The archive's cache of what the reporter read of each run (``reporter.data.run_cache``): used when
 a run's files are unchanged, read again when they change, rebuilt when corrupt, optional, and
 the load it gives is the load without it."""
 
@@ -13,8 +13,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from runformat.schema import SAMPLES_FILE
-from reporter import run_cache
-from reporter.load import load_archive
+from reporter.data import run_cache
+from reporter.data.load import load_archive
 
 GOLDEN = Path(__file__).parent / "data" / "golden_runs"
 
@@ -33,7 +33,7 @@ def _same(a, b) -> None:
 
 
 def _count_reads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    import reporter.load as load
+    import reporter.data.load as load
 
     seen: list[str] = []
     real = load._read_fresh

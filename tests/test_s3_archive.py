@@ -13,7 +13,7 @@ import pytest
 from runformat import schema as s
 from runformat.archive import ArchiveError, read_table
 from runformat.remote import MARKER_FILE, is_url, open_filesystem, upload_run
-from reporter.load import load_archive
+from reporter.data.load import load_archive
 
 moto_server = pytest.importorskip("moto.server", reason="moto[server] is a test dependency (pyproject.toml [test])")
 

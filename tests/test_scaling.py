@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from reporter.scaling import BETWEEN_UNITS, WITHIN_UNIT, compute_scaling_efficiency, compute_scaling_table
+from reporter.model.scaling import BETWEEN_UNITS, WITHIN_UNIT, compute_scaling_efficiency, compute_scaling_table
 
 
 def test_between_units_matches_welch_on_log_throughput():

@@ -1,4 +1,4 @@
-"""The bulk read of many runs (``reporter.scan`` and ``reporter.load._read_scanned``): it gives
+"""The bulk read of many runs (``reporter.data.scan`` and ``reporter.data.load._read_scanned``): it gives
 the load that reading each run file by file gives, and a damaged run met on the way is still
 named and skipped (or loaded without its samples), as the file-by-file read names it."""
 
@@ -11,11 +11,11 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 
-import reporter.load as load
+import reporter.data.load as load
 from runformat import schema as s
 from runformat.archive import read_table
-from reporter.load import load_archive
-from reporter.scan import scan_tables
+from reporter.data.load import load_archive
+from reporter.data.scan import scan_tables
 from test_bad_input import BAD_INPUTS, BAD_LABEL, bad_run, runs  # noqa: F401  (runs: a fixture)
 
 GOLDEN = Path(__file__).parent / "data" / "golden_runs"

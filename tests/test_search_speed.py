@@ -1,4 +1,4 @@
-"""reporter.search_speed: Material's search index, the same from the faster parser and the memoised jieba."""
+"""reporter.site.search_speed: Material's search index, the same from the faster parser and the memoised jieba."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 plugin = pytest.importorskip("material.plugins.search.plugin")
 
-from reporter.search_speed import KNOWN_PARSERS, MemoJieba, install, parser_fingerprint, tag_counting_parser  # noqa: E402
+from reporter.site.search_speed import KNOWN_PARSERS, MemoJieba, install, parser_fingerprint, tag_counting_parser  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 GOLDEN = ROOT / "tests" / "data" / "golden_site"

@@ -56,8 +56,8 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
     sys.path.insert(0, str(ROOT / "tests" / "data"))
     from make_golden_runs import GOLDEN_WORKLOADS
 
-    from reporter.build import build_site
-    from reporter.views import WorkloadInfo
+    from reporter.site.build import build_site
+    from reporter.present.views import WorkloadInfo
 
     tmp = tmp_path_factory.mktemp("browser-site")
     workloads = {name: WorkloadInfo(name=name, **info) for name, info in GOLDEN_WORKLOADS.items()}
@@ -226,7 +226,7 @@ def test_every_chart_text_lies_inside_its_chart_as_the_browser_draws_it(browser:
 def test_the_longest_labels_fit_their_chart(browser: object, site: Site, cases: list[str]) -> None:
     """A ratio chart whose longest labels mix Chinese and Latin text (drawn in two font runs,
     a little wider than vl-convert measures them): still inside the chart."""
-    from reporter.charts import chart_ratios, render_svg
+    from reporter.present.charts import chart_ratios, render_svg
 
     rows = [{"case": c, "ratio": 1.0 + i / 10, "ci_low": 0.9, "ci_high": 1.3, "verdict": "better"} for i, c in enumerate(cases)]
     svg = render_svg(chart_ratios(rows, x_title="ratio", verdict_names={"better": "better"}))

@@ -17,12 +17,12 @@ from typing import Any
 
 import pytest
 
-from reporter.build import GENERATED_MARKER, MARKER_FILE, build_site
-from reporter.config import ComparisonSpec, compute_device_classes, default_comparisons, label_version, load_config
+from reporter.site.build import GENERATED_MARKER, MARKER_FILE, build_site
+from reporter.article.config import ComparisonSpec, compute_device_classes, default_comparisons, label_version, load_config
 from reporter.errors import ReporterError
-from reporter.load import load_archive
-from reporter.render import Messages, html_pre, make_environment, md_escape
-from reporter.views import WorkloadInfo, load_workloads
+from reporter.data.load import load_archive
+from reporter.present.render import Messages, html_pre, make_environment, md_escape
+from reporter.present.views import WorkloadInfo, load_workloads
 
 ROOT = Path(__file__).resolve().parent.parent
 GOLDEN_RUNS = ROOT / "tests" / "data" / "golden_runs"
@@ -35,7 +35,7 @@ HOSTILE = "x|<script>alert(1)</script>{{ 7*7 }}[a](javascript:alert(1))`b`*c*_d_
 
 @pytest.fixture(autouse=True)
 def no_svg(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("reporter.build.render_svgs", lambda specs, workers=None: ['<svg class="marks"></svg>'] * len(specs))
+    monkeypatch.setattr("reporter.site.build.render_svgs", lambda specs, workers=None: ['<svg class="marks"></svg>'] * len(specs))
 
 
 @pytest.fixture
@@ -220,7 +220,7 @@ def test_methodology_lists_every_registered_workload(in_tmp: Path) -> None:
 
 
 def test_article_numbers_come_from_compare(in_tmp: Path) -> None:
-    from reporter.compare import compare_labels
+    from reporter.model.compare import compare_labels
 
     result = build_site(GOLDEN_RUNS, in_tmp / "site", None, workloads=WORKLOADS)
     article = (in_tmp / "site" / result.reports[0]).read_text(encoding="utf-8")
@@ -300,7 +300,7 @@ def test_hostile_device_name_never_closes_the_page_title(in_tmp: Path) -> None:
 
 
 def test_every_english_string_has_a_chinese_one() -> None:
-    from reporter.messages import load_messages as _load_messages
+    from reporter.present.messages import load_messages as _load_messages
 
     def keys(table: dict, prefix: str = "") -> set[str]:
         out = set()
@@ -309,7 +309,7 @@ def test_every_english_string_has_a_chinese_one() -> None:
         return out
 
     missing = keys(_load_messages("en")) - keys(_load_messages("zh"))
-    assert not missing, f"missing from reporter/i18n/zh.toml: {sorted(missing)}"
+    assert not missing, f"missing from reporter/present/i18n/zh.toml: {sorted(missing)}"
 
 
 def test_hardware_names_are_not_versions_and_failed_comparisons_are_explained(in_tmp: Path) -> None:
@@ -331,7 +331,7 @@ def test_hardware_names_are_not_versions_and_failed_comparisons_are_explained(in
     assert result.reports == [] and "no comparison between them could be built" in index
 
 
-# ---- building in proportion to what changed (reporter.build_cache) ---------------------------
+# ---- building in proportion to what changed (reporter.data.build_cache) ---------------------------
 
 
 def _pages(site: Path) -> dict[str, bytes]:
@@ -339,7 +339,7 @@ def _pages(site: Path) -> dict[str, bytes]:
 
 
 def _count_articles(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    import reporter.build as build
+    import reporter.site.build as build
 
     computed: list[str] = []
     real = build.compute_article
@@ -446,7 +446,7 @@ def test_a_new_run_recomputes_the_articles_that_read_it_and_no_other(
 def test_pages_whose_inputs_are_unchanged_are_not_rendered_again(in_tmp: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import pyarrow.parquet as pq
 
-    import reporter.build as build
+    import reporter.site.build as build
 
     monkeypatch.setenv("IMAGEBENCH_CACHE", str(in_tmp / "cache"))
     runs = copy_runs(in_tmp / "runs")
@@ -477,7 +477,7 @@ def test_pages_whose_inputs_are_unchanged_are_not_rendered_again(in_tmp: Path, m
     assert _pages(in_tmp / "site") == _pages(in_tmp / "site-fresh")
 
 def test_a_corrupt_article_entry_is_computed_again(in_tmp: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from reporter import build_cache
+    from reporter.data import build_cache
 
     monkeypatch.setenv("IMAGEBENCH_CACHE", str(in_tmp / "cache"))
     runs = copy_runs(in_tmp / "runs")
@@ -518,7 +518,7 @@ def test_articles_computed_in_other_processes_are_those_of_the_serial_build(
     """Forked children compute from the archive they inherit, spawned ones read it again: the same pages."""
     import multiprocessing
 
-    import reporter.build as build
+    import reporter.site.build as build
 
     if start not in multiprocessing.get_all_start_methods():
         pytest.skip(f"no {start} here")

@@ -1,4 +1,4 @@
-"""The MkDocs configuration of each language's build (reporter.site_config), without running MkDocs,
+"""The MkDocs configuration of each language's build (reporter.site.site_config), without running MkDocs,
 and how declared comparisons become one article per comparison with a title per language."""
 
 from __future__ import annotations
@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from reporter.build import _articles, _languages
-from reporter.config import ComparisonSpec
+from reporter.site.build import _articles, _languages
+from reporter.article.config import ComparisonSpec
 from reporter.errors import ReporterError
-from reporter.site_config import LanguageBuild, build_public, language_prefix, mkdocs_overrides, site_nav
+from reporter.site.site_config import LanguageBuild, build_public, language_prefix, mkdocs_overrides, site_nav
 
 BASE = Path(__file__).resolve().parent.parent / "mkdocs.yml"
 

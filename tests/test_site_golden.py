@@ -26,8 +26,8 @@ GOLDEN_SITE = DATA / "golden_site"
 sys.path.insert(0, str(DATA))
 from make_golden_runs import GOLDEN_WORKLOADS  # noqa: E402
 
-from reporter.build import build_site  # noqa: E402
-from reporter.views import WorkloadInfo  # noqa: E402
+from reporter.site.build import build_site  # noqa: E402
+from reporter.present.views import WorkloadInfo  # noqa: E402
 
 WORKLOADS = {name: WorkloadInfo(name=name, **info) for name, info in GOLDEN_WORKLOADS.items()}
 _SVG = re.compile(r"<svg\b.*?</svg>", re.S)
@@ -45,7 +45,7 @@ def mask(text: str) -> str:
 
 def render(tmp_path: Path, lang: str, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
     # The SVGs are masked anyway; rendering them is the browser test's business.
-    monkeypatch.setattr("reporter.build.render_svgs", lambda specs, workers=None: ["<svg></svg>"] * len(specs))
+    monkeypatch.setattr("reporter.site.build.render_svgs", lambda specs, workers=None: ["<svg></svg>"] * len(specs))
     site = tmp_path / f"site-{lang}"
     build_site(GOLDEN_RUNS, site, None, lang=lang, languages=[lang], workloads=WORKLOADS, chart_workers=1)
     return {

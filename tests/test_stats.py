@@ -1,4 +1,4 @@
-"""reporter.stats on fixed inputs: agreement with scipy/numpy, edge cases, and Hypothesis properties."""
+"""reporter.model.stats on fixed inputs: agreement with scipy/numpy, edge cases, and Hypothesis properties."""
 
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ from hypothesis import strategies as st
 from scipy import stats as sst
 
 from runformat.vocabulary import Note, NoteCode, Verdict
-from reporter.notes import note_text
-from reporter.render import Messages
-from reporter.stats import (
+from reporter.present.notes import note_text
+from reporter.present.render import Messages
+from reporter.model.stats import (
     _trigamma_inverse,
     adjust_pvalues,
     compute_comparison,
@@ -391,7 +391,7 @@ def test_adjusted_pvalues_are_valid_and_keep_the_order(p, method):
 
 
 def test_sort_within_groups_is_lexsort() -> None:
-    from reporter.stats import sort_within_groups
+    from reporter.model.stats import sort_within_groups
 
     rng = np.random.default_rng(17)
     for trial in range(60):
@@ -407,7 +407,7 @@ def test_sort_within_groups_is_lexsort() -> None:
 
 
 def test_sort_values_within_groups_are_lexsorts_values() -> None:
-    from reporter.stats import sort_values_within_groups
+    from reporter.model.stats import sort_values_within_groups
 
     rng = np.random.default_rng(23)
     cases = []

@@ -15,9 +15,9 @@ import numpy as np
 import pytest
 from scipy import stats as sst
 
-from reporter.compare import compare_labels, compute_summaries
-from reporter.load import load_archive
-from reporter.stats import VERDICT_BETTER, VERDICT_WORSE
+from reporter.model.compare import compare_labels, compute_summaries
+from reporter.data.load import load_archive
+from reporter.model.stats import VERDICT_BETTER, VERDICT_WORSE
 from stats_sim import Design, analyse, coverage, simulate
 from test_reporter_support import write_run_arrays
 

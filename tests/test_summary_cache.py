@@ -1,4 +1,4 @@
-"""The cache of per-run units and per-label summaries (``reporter.summary_cache``): a cached
+"""The cache of per-run units and per-label summaries (``reporter.data.summary_cache``): a cached
 report reads no samples, a changed or deleted run recomputes only what depends on it, a
 corrupt cache is rebuilt, and the results are those computed from the samples."""
 
@@ -11,10 +11,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-import reporter.compare as compare
-from reporter.compare import compare_labels, compute_summaries
-from reporter.load import load_archive
-from reporter.summary_cache import SummaryCache
+import reporter.model.compare as compare
+from reporter.model.compare import compare_labels, compute_summaries
+from reporter.data.load import load_archive
+from reporter.data.summary_cache import SummaryCache
 
 GOLDEN = Path(__file__).parent / "data" / "golden_runs"
 
@@ -114,7 +114,7 @@ def test_a_corrupt_cache_is_rebuilt(archive: Path, monkeypatch: pytest.MonkeyPat
 
 
 def test_summaries_of_a_selection_leave_those_of_the_whole_labels(archive: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from reporter.config import restrict
+    from reporter.article.config import restrict
 
     a = load_archive(archive)
     compute_summaries(a)
@@ -129,7 +129,7 @@ def test_summaries_a_label_at_a_time_and_samples_read_again_from_the_runs_are_th
         archive: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import numpy as np
 
-    import reporter.load as load
+    import reporter.data.load as load
     from test_reporter_support import lognormal_processes, run_id, write_run
 
     # Runs recorded as today's collector writes them (their samples are their files, not copied into the cache).
@@ -164,8 +164,8 @@ def test_summaries_a_label_at_a_time_and_samples_read_again_from_the_runs_are_th
 
 
 def test_every_runs_summaries_at_once_are_each_runs_own(archive: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from reporter.compare import compute_run_summaries
-    from reporter.config import restrict
+    from reporter.model.compare import compute_run_summaries
+    from reporter.article.config import restrict
 
     plain = load_archive(archive, cache=False)
     one_by_one = {str(r): compute_summaries(restrict(plain, frozenset([str(r)]))) for r in plain.runs["run_id"]}
@@ -183,7 +183,7 @@ def test_every_runs_summaries_at_once_are_each_runs_own(archive: Path, monkeypat
 
 
 def test_puts_while_deferred_write_each_kind_once(archive: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import reporter.summary_cache as summary_cache
+    import reporter.data.summary_cache as summary_cache
 
     written: list[str] = []
     real = summary_cache._write
@@ -196,7 +196,7 @@ def test_puts_while_deferred_write_each_kind_once(archive: Path, monkeypatch: py
     a = load_archive(archive)
     with a.summaries.deferred():
         for r in a.runs["run_id"].astype(str):
-            from reporter.config import restrict
+            from reporter.article.config import restrict
             compute_summaries(restrict(a, frozenset([r])))
         assert written == []
     assert sorted(written) == ["labels", "units"]

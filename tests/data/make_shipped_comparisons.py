@@ -31,11 +31,11 @@ OUT = Path(__file__).with_name("shipped_comparisons.json")
 def shipped_comparisons(runs_dir: Path = ROOT / "runs", config: Path = ROOT / "imagebench.toml") -> dict[str, object]:
     """``{"BASELINE vs CANDIDATE": {...}}`` for every distinct comparison of the config whose labels exist,
     and ``"summaries"``: ``compute_summaries`` of the whole archive."""
-    from reporter.compare import compare_labels, compute_summaries
+    from reporter.model.compare import compare_labels, compute_summaries
     from reporter.errors import ReporterError
-    from reporter.config import load_config, restrict
-    from reporter.load import load_archive
-    from reporter.tables import comparison_records, _plain
+    from reporter.article.config import load_config, restrict
+    from reporter.data.load import load_archive
+    from reporter.present.tables import comparison_records, _plain
 
     archive = load_archive(runs_dir)
     out: dict[str, object] = {}

@@ -1,0 +1,319 @@
+"""The typed model of one comparison article: what ``compute_article`` returns and views format.
+
+Frozen dataclasses only: every number in them was computed by reporter.model.compare or
+reporter.model.stats (or derived from those by reporter.article.compute, with its CI), every label is
+already in the article's language, and verdicts and notes are enums and codes. A view
+never computes: it looks up words and formats numbers.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from runformat.vocabulary import Note, Verdict
+
+
+@dataclass(frozen=True)
+class Interval:
+    """An estimate with its 95% CI (NaN where there is none)."""
+
+    value: float
+    low: float = math.nan
+    high: float = math.nan
+
+    @property
+    def finite(self) -> bool:
+        return math.isfinite(self.value)
+
+    @property
+    def has_ci(self) -> bool:
+        return math.isfinite(self.low) and math.isfinite(self.high)
+
+
+@dataclass(frozen=True)
+class Rate:
+    """A rate derived from the work per iteration (TFLOP/s, GB/s, items/s) and its share of the side's best."""
+
+    value: float
+    unit: str
+    peak_fraction: float | None = None
+
+
+@dataclass(frozen=True)
+class Percentiles:
+    """p50/p95/p99 of every recorded request of a case on one side (seconds)."""
+
+    p50: float
+    p95: float
+    p99: float
+    n: int
+
+
+@dataclass(frozen=True)
+class CaseRow:
+    """One compared (case, metric): both sides' medians, the ratio (> 1: candidate better), the verdict.
+
+    ``label`` is the case's label within its block (the heading names what all cases
+    share); ``full_label`` names the workload too, for the headline and the conclusion.
+    ``main`` says whether the row is in the block's main table or only in its details.
+    """
+
+    case_id: str
+    workload: str
+    family: str
+    label: str
+    full_label: str
+    metric: str
+    unit: str
+    better: str
+    baseline: Interval
+    candidate: Interval
+    ratio: Interval
+    p_adjusted: float
+    verdict: Verdict
+    notes: tuple[Note, ...] = ()
+    mde: float | None = None
+    n_units: tuple[int, int] = (0, 0)
+    n_samples: tuple[int, int] = (0, 0)
+    rates: tuple[Rate | None, Rate | None] = (None, None)
+    latency: tuple[Percentiles | None, Percentiles | None] = (None, None)
+    main: bool = True
+
+
+@dataclass(frozen=True)
+class FamilyHeadline:
+    """What the headline says about one family: its largest significant changes, counts, geomean, MDE."""
+
+    family: str
+    changes: tuple[CaseRow, ...]  # the largest significant changes, largest first
+    n_significant: int
+    n_same: int
+    n_inconclusive: int
+    n_total: int
+    geomean: Interval | None
+    mde: float | None  # the median minimum detectable effect of its rows (fraction)
+
+
+@dataclass(frozen=True)
+class Headline:
+    """The "In short" paragraph: per family, then the overall geomean and counts."""
+
+    families: tuple[FamilyHeadline, ...]
+    geomean: Interval | None
+    n_geomean: int
+    counts: dict[str, int]
+    total: int
+    cross_device: bool  # sides on different devices: changes are read as speed-ups (N×)
+    confounded: bool
+    # Confounders touching many of the cases (reporter.article.confounders): code, cases, total, sides.
+    warnings: tuple[Note, ...] = ()
+    timed_apart: bool = False  # the sides' runs were timed by different collector methods
+
+
+@dataclass(frozen=True)
+class DerivedRow:
+    """A derived figure on each side (a speed-up, memory saved, a throughput), with its CI."""
+
+    label: str
+    baseline: Interval | None
+    candidate: Interval | None
+    unit: str  # "x" (a factor), "fraction", "s", or a rate unit such as "images/s"
+    detail: str | None = None  # e.g. the knee of a DataLoader curve
+
+
+@dataclass(frozen=True)
+class DerivedTable:
+    """One kind of derived figure: ``kind`` names its title and lead in the catalogues."""
+
+    kind: str
+    rows: tuple[DerivedRow, ...]
+
+
+@dataclass(frozen=True)
+class ChartData:
+    """A chart's data; the view turns it into a Vega-Lite specification (reporter.present.charts)."""
+
+    kind: str  # "lines" or "ratios"
+    title: str
+    points: tuple[dict[str, Any], ...]
+    x_title: str = ""
+    y_title: str = ""
+    log_x: bool = False
+    log_y: bool = False
+    unit: str = ""  # the unit of y for the chart's data table
+    stacks: tuple[str, ...] = ()  # the stacks the points name in ``stack``, baseline first (one colour each)
+
+
+@dataclass(frozen=True)
+class Block:
+    """One workload's part of a section: its heading from what ran, main rows, details, figures."""
+
+    workload: str
+    title: str
+    rows: tuple[CaseRow, ...]  # every compared row (the details table)
+    derived: tuple[DerivedTable, ...] = ()
+    charts: tuple[ChartData, ...] = ()
+    has_latency: bool = False
+    has_peak: bool = False
+
+    @property
+    def main_rows(self) -> tuple[CaseRow, ...]:
+        return tuple(r for r in self.rows if r.main)
+
+
+@dataclass(frozen=True)
+class NumericRow:
+    """An informational value both sides recorded (loss, checksum): identical, or how far apart."""
+
+    label: str
+    metric: str
+    baseline: float
+    candidate: float
+    rel_diff: float | None  # (candidate - baseline) / |baseline|; None when undefined
+
+    @property
+    def identical(self) -> bool:
+        return self.baseline == self.candidate
+
+
+@dataclass(frozen=True)
+class NumericBlock:
+    workload: str
+    title: str
+    rows: tuple[NumericRow, ...]
+
+
+@dataclass(frozen=True)
+class Section:
+    key: str
+    number: int
+    blocks: tuple[Block, ...] = ()
+    numerics: tuple[NumericBlock, ...] = ()
+    chart: ChartData | None = None
+
+
+@dataclass(frozen=True)
+class NotMeasured:
+    """A workload these runs did not compare, and why (``reason`` is a code of ``[not_measured]``)."""
+
+    workload: str
+    title: str
+    reason: str  # skipped, no_gpu, no_data_dir, missing_package, failed, one_side
+    side: str | None = None  # baseline, candidate, or None for both
+    detail: str | None = None  # the package name, or the recorded text for a plain skip
+
+
+@dataclass(frozen=True)
+class StackRow:
+    name: str  # the key of its label ([stack] name)
+    baseline: str | None
+    candidate: str | None
+
+    @property
+    def changed(self) -> bool:
+        return self.baseline != self.candidate
+
+
+@dataclass(frozen=True)
+class Confounder:
+    what: str
+    baseline: str
+    candidate: str
+
+
+@dataclass(frozen=True)
+class RunRef:
+    """A run of one side, as the article lists it (``page`` relative to the site root)."""
+
+    role: str
+    label: str
+    run_id: str
+    page: str
+    started: str | None
+    status: str | None
+    host: str | None
+    cases_ok: int
+    cases_failed: int
+    cases_skipped: int
+
+
+@dataclass(frozen=True)
+class PolicyRow:
+    suite: str
+    warmup_s: float
+    min_warmup: int
+    min_samples: int
+    max_samples: int
+    min_block_s: float
+    target_rel_ci: float
+    budget_s: float
+
+
+@dataclass(frozen=True)
+class Method:
+    baseline_units: int
+    candidate_units: int
+    suites: str
+    timers: tuple[tuple[str, int], ...]
+    policy: tuple[PolicyRow, ...]
+    noise: float
+    single_band: float
+    correction: str
+
+
+@dataclass(frozen=True)
+class Advice:
+    key: str
+    params: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Reproduce:
+    role: str
+    label: str
+    image: str | None
+    commands: str
+    argv: str | None
+
+
+@dataclass(frozen=True)
+class Side:
+    role: str
+    selector: str
+    label: str
+    device: str | None
+
+
+@dataclass(frozen=True)
+class ArticleData:
+    """Everything one article shows, computed; ``page`` is its path under the site root."""
+
+    title: str
+    lang: str
+    page: str
+    baseline: Side
+    candidate: Side
+    device: str
+    headline: Headline
+    stacks: tuple[StackRow, ...]
+    changes: tuple[tuple[str, str | None, str | None], ...]
+    confounders: tuple[Confounder, ...]
+    method: Method
+    runs: tuple[RunRef, ...]
+    sections: tuple[Section, ...]
+    best: tuple[CaseRow, ...]
+    worst: tuple[CaseRow, ...]
+    advice: tuple[Advice, ...]
+    not_measured: tuple[NotMeasured, ...]
+    unmatched: tuple[tuple[str, str], ...]  # (label, side) of what only one side measured
+    reproduce: tuple[Reproduce, ...]
+    build_command: str
+    # Whether the sides ran on the same GPUs, by the UUIDs their runs recorded: "same",
+    # "different" (none in common) or "mixed"; None where a side recorded none.
+    gpus: Literal["same", "different", "mixed"] | None = None
+
+    @property
+    def conclusion_number(self) -> int:
+        return 2 + len(self.sections)

@@ -1,0 +1,94 @@
+"""The en/zh message catalogues (``reporter/present/i18n/<lang>.toml``) as plain text.
+
+``Catalogue`` looks messages up and fills in their ``{name}`` fields without escaping;
+the computing side uses it for human case labels and headings, and
+``reporter.present.render.Messages`` builds on it to put escaped values into Markdown.
+"""
+
+from __future__ import annotations
+
+import string
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Mapping
+
+try:  # Python 3.11+
+    import tomllib
+except ModuleNotFoundError:  # pragma: no cover - Python 3.10
+    import tomli as tomllib  # type: ignore[no-redef]
+
+I18N_DIR = Path(__file__).resolve().parent / "i18n"
+LANGUAGES = ("en", "zh")
+
+
+class Catalogue:
+    """The strings of one language. A key missing from it falls back to English, then to the key.
+
+    The fallback keeps a build going when a message is missing; the test
+    ``test_every_english_string_has_a_chinese_one`` keeps the Chinese catalogue complete.
+    """
+
+    def __init__(self, lang: str) -> None:
+        if lang not in LANGUAGES:
+            raise ValueError(f"unknown language {lang!r}; choose one of: {', '.join(LANGUAGES)}")
+        self.lang = lang
+        self._own = load_messages(lang)
+        self._fallback = load_messages("en") if lang != "en" else self._own
+        self._found: dict[str, Any] = {}  # key -> its value, looked up once (a site asks for some 100,000)
+
+    def raw(self, key: str) -> Any:
+        """The stored value (a string, a list or a table) at ``key``."""
+        try:
+            return self._found[key]
+        except KeyError:
+            found = self._found[key] = self._lookup(key)
+            return found
+
+    def _lookup(self, key: str) -> Any:
+        for table in (self._own, self._fallback):
+            node: Any = table
+            for part in key.split("."):
+                if not isinstance(node, dict) or part not in node:
+                    node = None
+                    break
+                node = node[part]
+            if node is not None:
+                return node
+        return None
+
+    def has(self, key: str) -> bool:
+        return self.raw(key) is not None
+
+    def plain(self, key: str, **values: Any) -> str:
+        """The message as plain text, values inserted unescaped (labels, chart text)."""
+        message = self.raw(key)
+        if not isinstance(message, str):
+            return key
+        if not values and "{" not in message and "}" not in message:
+            return message  # nothing to fill in or unescape
+        return SafeFormatter().vformat(message, (), {k: str(v) for k, v in values.items()})
+
+
+class SafeFormatter(string.Formatter):
+    """``str.format`` that only substitutes plain names (no attribute or index access)."""
+
+    def get_field(self, field_name: str, args: Any, kwargs: Mapping[str, Any]) -> Any:
+        if not field_name.isidentifier():
+            raise ValueError(f"message field {field_name!r} must be a plain name")
+        return kwargs.get(field_name, "{" + field_name + "}"), field_name
+
+
+@lru_cache(maxsize=None)
+def load_messages(lang: str) -> dict[str, Any]:
+    with open(I18N_DIR / f"{lang}.toml", "rb") as f:
+        return tomllib.load(f)
+
+
+_CATALOGUES: dict[str, Catalogue] = {}
+
+
+def catalogue(lang: str) -> Catalogue:
+    """The (cached) catalogue of ``lang``."""
+    if lang not in _CATALOGUES:
+        _CATALOGUES[lang] = Catalogue(lang)
+    return _CATALOGUES[lang]

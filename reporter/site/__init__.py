@@ -1,0 +1,1 @@
+"""``reporter build``: the orchestration of a site build, its MkDocs configuration and the safe publishing of public/."""

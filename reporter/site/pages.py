@@ -1,0 +1,430 @@
+"""The views of every page that is not an article: runs archive, trends, methodology, indexes.
+
+Like reporter.article.compute, these functions only arrange numbers that reporter.model.compare
+computed (summaries, comparisons) and strings that runs recorded; templates format them.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Any, Mapping, NamedTuple, Sequence
+
+import pandas as pd
+from markupsafe import Markup
+
+from runformat.schema import METRICS, TIMINGS
+from runformat.vocabulary import FAMILIES, OTHER_FAMILY
+from reporter.present.charts import chart_lines
+from reporter.model.compare import Comparison
+from reporter.article.config import DeviceClass
+from reporter.data.load import Archive
+from reporter.article.paths import distinct, label_page, relpath, run_page
+from reporter.present.render import Messages
+from reporter.present.tables import Column
+from reporter.present.tables import Table as TableView
+from reporter.present.views import RAW_FILES, ChartView, Link, WorkloadInfo, family_of
+
+TREND_HIDDEN_METRICS = ("wall_time",)
+# Trends show the metrics a reader follows across versions; one chart per workload.
+TREND_CHART_METRICS = ("time", "latency", "compile_time", "throughput")
+MAX_CHART_SERIES = 12
+
+
+def _col(t: Messages, key: str, fmt: str = "text", right: bool = False, **values: Any) -> Column:
+    return Column(t(f"col.{key}", **values), fmt, right)
+
+
+def _date(value: Any) -> str | None:
+    if value is None or pd.isna(value):
+        return None
+    return pd.Timestamp(value).strftime("%Y-%m-%d %H:%M UTC")
+
+
+def joined(values: Sequence[str]) -> str | None:
+    return ", ".join(values) if values else None
+
+
+def params_label(params: Any) -> str:
+    """Case parameters as ``n=1024, dtype=bf16`` (trend tables, which span workloads' versions)."""
+    from reporter.present.labels import params_of
+
+    return ", ".join(f"{k}={str(v).lower() if isinstance(v, bool) else v}" for k, v in params_of(params).items())
+
+
+# ---- runs archive --------------------------------------------------------------------------
+
+
+def runs_index_view(archive: Archive, classes: Sequence[DeviceClass], t: Messages) -> dict[str, Any]:
+    page = "runs/index.md"
+    table = TableView([_col(t, "label", "link"), _col(t, "device"), _col(t, "runs", right=True), _col(t, "first"),
+                       _col(t, "last"), _col(t, "status_counts"), _col(t, "torch")])
+    runs = archive.runs
+    order = [lab for c in classes for lab in c.labels]
+    order += [lab for lab in archive.labels() if lab not in order]
+    seen: set[str] = set()
+    for label in order:
+        if label in seen:
+            continue
+        seen.add(label)
+        r = runs[runs["label"].astype(str) == label]
+        status = r["status"].fillna("?").astype(str).value_counts()
+        table.rows.append([
+            Link(label, relpath(page, label_page(label))),
+            joined(distinct(r["device_name"])),
+            str(len(r)),
+            _date(r["started_at"].min()),
+            _date(r["started_at"].max()),
+            ", ".join(f"{k}: {v}" for k, v in sorted(status.items())),
+            joined(distinct(r["torch"])),
+        ])
+    problems = TableView([_col(t, "path"), _col(t, "reason")])
+    problems.rows = [[p.path, p.reason] for p in archive.problems]
+    return {"labels": table, "n_runs": len(runs), "problems": problems}
+
+
+def label_view(archive: Archive, label: str, reports: Sequence[dict[str, Any]], t: Messages) -> dict[str, Any]:
+    page = label_page(label)
+    r = archive.runs[archive.runs["label"].astype(str) == label].sort_values("started_at")
+    table = TableView([_col(t, "run", "link"), _col(t, "started"), _col(t, "finished"), _col(t, "status"), _col(t, "suite"),
+                       _col(t, "device"), _col(t, "host"), _col(t, "image"), _col(t, "cases_ok", right=True),
+                       _col(t, "cases_failed", right=True), _col(t, "cases_total", right=True)])
+    for row in r.itertuples():
+        run_id = str(row.run_id)
+        table.rows.append([
+            Link(run_id, relpath(page, run_page(label, run_id))), _date(row.started_at), _date(row.finished_at),
+            row.status, row.suite, row.device_name, row.hostname, row.image,
+            str(row.cases_ok), str(row.cases_failed), str(row.cases_total),
+        ])
+    counts = TableView([_col(t, "status"), _col(t, "runs", right=True)])
+    counts.rows = [[k, str(v)] for k, v in sorted(r["status"].fillna("?").astype(str).value_counts().items())]
+    mine = TableView([_col(t, "report", "link"), _col(t, "baseline"), _col(t, "candidate")])
+    for rep in reports:
+        if label in (rep["baseline"].partition("@")[0], rep["candidate"].partition("@")[0]):
+            mine.rows.append([Link(rep["title"], relpath(page, rep["page"])), rep["baseline"], rep["candidate"]])
+    return {
+        "label": label,
+        "runs": table,
+        "status_counts": counts,
+        "first": _date(r["started_at"].min()) or "?",
+        "last": _date(r["started_at"].max()) or "?",
+        "reports": mine,
+    }
+
+
+def run_views(archive: Archive, t: Messages, summaries: Mapping[str, pd.DataFrame], *,
+              lazy: bool = False) -> dict[tuple[str, str], Any]:
+    """The view of every run's page, by (label, run_id); ``summaries`` are compute_summaries per run id.
+
+    ``lazy``: a function per run that makes its view, so a page the build cache holds costs nothing.
+    The attempts and the environment of every run are turned into plain values once, for all runs.
+    """
+    attempts = _per_run(archive.cases, _ATTEMPT_COLUMNS)
+    env = _per_run(archive.environment, ("section", "key", "value"))
+    out = {}
+    for _, row in archive.runs.iterrows():
+        label, run_id = str(row["label"]), str(row["run_id"])
+        make = partial(_run_view_of, row, attempts.get(run_id, []), env.get(run_id, []), t, summaries, run_id)
+        out[(label, run_id)] = make if lazy else make()
+    return out
+
+
+# What a run page shows of each attempt (cases.parquet), as plain values.
+_ATTEMPT_COLUMNS = ("case_id", "workload", "params", "process", "status", "error")
+
+
+def _per_run(df: pd.DataFrame, columns: Sequence[str]) -> dict[str, list[tuple[Any, ...]]]:
+    """Per run id, its rows of ``columns`` as tuples of plain values (text columns as ``str``), in order."""
+    if df.empty:
+        return {}
+    values = [df[c].tolist() if c in ("process", "error") else df[c].astype(str).tolist() for c in columns]
+    out: dict[str, list[tuple[Any, ...]]] = {}
+    for run_id, row in zip(df["run_id"].astype(str).tolist(), zip(*values)):
+        out.setdefault(run_id, []).append(row)
+    return out
+
+
+def _run_view_of(row: pd.Series, attempts: list[tuple[Any, ...]], env: list[tuple[Any, ...]], t: Messages,
+                 summaries: Mapping[str, pd.DataFrame], run_id: str) -> dict[str, Any]:
+    """``run_view`` with the run's summary looked up only now (a lazy ``summaries`` computes them on first use)."""
+    return _run_view(row, attempts, env, t, summaries.get(run_id))
+
+
+# The metric a run page shows per case, in order of preference.
+RUN_METRICS = ("time", "latency", "throughput", "compile_time", "max_batch", "tasks_ok", "loss", "checksum")
+
+
+def run_view(row: pd.Series, cases: pd.DataFrame, env: pd.DataFrame, t: Messages,
+             summary: pd.DataFrame | None = None) -> dict[str, Any]:
+    """One run's page: its summary, raw files, every case with its estimate, CI and status, and its fingerprint."""
+    return _run_view(row, [r for rows in _per_run(cases, _ATTEMPT_COLUMNS).values() for r in rows],
+                     [r for rows in _per_run(env, ("section", "key", "value")).values() for r in rows], t, summary)
+
+
+class _Shown(NamedTuple):
+    metric: str
+    value: float  # the estimate the CI is about (``shown_location``)
+    ci_low: float
+    ci_high: float
+    unit: str
+
+
+def shown_location(estimate: Any, median: Any) -> float:
+    """The value a page shows beside a summary's 95% CI: the estimate the CI is about (the
+    geometric mean of process medians, as comparisons use it), else the pooled median.
+
+    The pooled median of every sample leans to the process with the most samples, so beside
+    the estimate's CI it can fall outside it, and against a comparison's verdict it can move
+    the other way.
+    """
+    e = float(estimate) if estimate is not None else math.nan
+    return e if math.isfinite(e) else float(median)
+
+
+def _run_shown(summary: pd.DataFrame | None) -> dict[str, _Shown]:
+    """Per case of a run's summary, its row of the first metric of ``RUN_METRICS`` it has (the first such row)."""
+    if summary is None or not len(summary):
+        return {}
+    rank = {m: i for i, m in enumerate(RUN_METRICS)}
+    metrics = summary["metric"].astype(str).tolist()
+    chosen: dict[str, int] = {}
+    for i, (case_id, metric) in enumerate(zip(summary["case_id"].astype(str).tolist(), metrics)):
+        r = rank.get(metric)
+        if r is not None and (case_id not in chosen or r < rank[metrics[chosen[case_id]]]):
+            chosen[case_id] = i
+    columns = {c: summary[c].tolist() for c in ("median", "estimate", "ci_low", "ci_high", "unit")}
+    return {case_id: _Shown(metrics[i], shown_location(columns["estimate"][i], columns["median"][i]), columns["ci_low"][i],
+                             columns["ci_high"][i], columns["unit"][i]) for case_id, i in chosen.items()}
+
+
+def _run_view(row: pd.Series, attempts: list[tuple[Any, ...]], env: list[tuple[Any, ...]], t: Messages,
+              summary: pd.DataFrame | None) -> dict[str, Any]:
+    from runformat.vocabulary import format_cudnn_version
+    from reporter.present.labels import case_label
+
+    label, run_id = str(row["label"]), str(row["run_id"])
+    summary_table = TableView([_col(t, "item"), _col(t, "value")])
+    for key in ("label", "run_id", "status", "started_at", "finished_at", "suite", "device_type", "device_name", "hostname",
+                "image", "torch", "cuda", "cudnn", "driver"):
+        value = row[key]
+        if key in ("started_at", "finished_at"):
+            value = _date(value)
+        if key == "cudnn" and isinstance(value, str):
+            value = format_cudnn_version(value) or None
+        summary_table.rows.append([t(f"run.field.{key}"),
+                                   None if value is None or (isinstance(value, float) and value != value) else str(value)])
+    files = TableView([_col(t, "file", "link"), _col(t, "what")])
+    files.rows = [[Link(name, name), t(f"run.file.{name.split('.')[0]}")] for name in RAW_FILES]
+    records = sorted((dict(zip(_ATTEMPT_COLUMNS, a)) for a in attempts), key=lambda c: (c["case_id"], c["process"]))
+    by_case: dict[str, list[dict[str, Any]]] = {}
+    for c in records:
+        by_case.setdefault(c["case_id"], []).append(c)
+    located = _run_shown(summary)
+    table = TableView([_col(t, "case"), _col(t, "metric"), _col(t, "estimate", "value", True), _col(t, "ci", "interval", True),
+                       _col(t, "processes", right=True), _col(t, "status")], css="ib-main")
+    problems = TableView([_col(t, "case"), _col(t, "process", right=True), _col(t, "status"), _col(t, "error")])
+    counts = {"ok": 0, "skipped": 0, "failed": 0}
+    for case_id, attempts in by_case.items():
+        statuses = [a["status"] for a in attempts]
+        status = "ok" if all(s == "ok" for s in statuses) else "skipped" if all(s == "skipped" for s in statuses) else "failed"
+        counts[status] += 1
+        m = located.get(case_id)
+        name = case_label(t, attempts[0]["workload"], attempts[0]["params"], with_workload=True)
+        ok_n = sum(s == "ok" for s in statuses)
+        shown = t.plain(f"run.case_status.{status}")
+        if status == "failed":
+            shown = t.plain("run.case_status.failed_of", n=len(statuses) - ok_n, total=len(statuses))
+        table.rows.append([
+            name, t.plain(f"metric.{m.metric}") if m is not None else None,
+            (m.value, m.unit) if m is not None else None,
+            (m.ci_low, m.ci_high, m.unit) if m is not None else None,
+            f"{ok_n}/{len(statuses)}", shown,
+        ])
+        for a in attempts:
+            if a["status"] != "ok":
+                problems.rows.append([name, str(a["process"]), t.plain(f"run.case_status.{a['status']}")
+                                      if t.has(f"run.case_status.{a['status']}") else a["status"],
+                                      a["error"] if isinstance(a["error"], str) and a["error"] else None])
+    sections: dict[str, list[list[str]]] = {}  # in the order each section first appears
+    for section, key, value in env:
+        sections.setdefault(section, []).append([key, value])
+    fingerprint = []
+    for section, rows in sections.items():
+        kv = TableView([_col(t, "key"), _col(t, "value")])
+        kv.rows = rows
+        fingerprint.append({"name": section, "table": kv})
+    return {
+        "label": label,
+        "run_id": run_id,
+        "summary": summary_table,
+        "files": files,
+        "cases": table,
+        "failures": problems,
+        "counts": {**counts, "total": len(by_case)},
+        "fingerprint": fingerprint,
+    }
+
+
+# ---- reports index ---------------------------------------------------------------------------
+
+
+def reports_index_view(reports: Sequence[dict[str, Any]], *, archive: Archive, chosen_by: str, config_name: str | None,
+                       skipped: Sequence[str], t: Messages) -> dict[str, Any]:
+    page = "reports/index.md"
+    table = TableView([_col(t, "report", "link"), _col(t, "baseline"), _col(t, "candidate"), _col(t, "device"),
+                       _col(t, "geomean", "ratio", True), _col(t, "ci", "ci", True), _col(t, "n_better", right=True),
+                       _col(t, "n_worse", right=True), _col(t, "n_same", right=True), _col(t, "n_inconclusive", right=True)])
+    for rep in reports:
+        c: Comparison = rep["comparison"]
+        g = c.geomean
+        table.rows.append([
+            Link(rep["title"], relpath(page, rep["page"])), rep["baseline"], rep["candidate"], rep["device"],
+            g.ratio, (g.ci_low, g.ci_high), str(c.counts.get("better", 0)), str(c.counts.get("worse", 0)),
+            str(c.counts.get("no significant difference", 0)), str(c.counts.get("inconclusive", 0)),
+        ])
+    labels = archive.labels()
+    record = "python -m collector run --out runs --label NEW-STACK-LABEL\nreporter build --runs runs"
+    return {
+        "comparisons": table,
+        "chosen_by": chosen_by,
+        "config_name": config_name,
+        "n_labels": len(labels),
+        "only_label": labels[0] if len(labels) == 1 else None,
+        "record_command": record,
+        "skipped": list(skipped),
+    }
+
+
+# ---- trends ----------------------------------------------------------------------------------
+
+
+@dataclass
+class TrendInput:
+    """What trends are built from: per device class, the summaries and the neighbour comparisons."""
+
+    cls: DeviceClass
+    summaries: pd.DataFrame  # compute_summaries of the class's runs
+    neighbours: dict[tuple[str, str], Comparison]  # (previous label, label) -> comparison
+    # Per label, the collector's timing method of its runs here (``timing_methods``):
+    # neighbours timed differently get no ▲ / ▼, since the method moves short cases by itself.
+    methods: Mapping[str, str] = field(default_factory=dict)
+
+
+def trends_views(inputs: Sequence[TrendInput], workloads: Mapping[str, WorkloadInfo], t: Messages,
+                 chart_counter: list[int]) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
+    """The trends index view and one view per workload family."""
+    families: dict[str, dict[str, Any]] = {}
+    lang = t.lang
+    for inp in inputs:
+        s = inp.summaries
+        if s.empty:
+            continue
+        s = s[~s["metric"].isin(TREND_HIDDEN_METRICS)].copy()
+        s["family"] = [family_of(w, workloads) for w in s["workload"]]
+        order = list(inp.cls.labels)
+        flags: dict[tuple[str, str, str], str] = {}
+        timed_apart = []
+        for (before, after), comparison in inp.neighbours.items():
+            mb, ma = inp.methods.get(before), inp.methods.get(after)
+            if mb and ma and mb != ma:
+                timed_apart.append(t.plain("trends.timed_apart_pair", before=before, after=after,
+                                           before_method=mb, after_method=ma))
+                continue
+            for r in comparison.rows.itertuples():
+                if r.verdict in ("better", "worse"):
+                    flags[(after, r.case_id, r.metric)] = r.verdict
+        for family, fam_rows in s.groupby("family", sort=False):
+            view = families.setdefault(str(family), {"family": str(family), "groups": [], "n_cases": 0, "labels": set()})
+            group = {"device": inp.cls.name, "order": " → ".join(order), "workloads": [],
+                     "set_aside": ", ".join(f"{label} ({n})" for label, n in inp.cls.set_aside),
+                     "timed_apart": t.plain("headline.sep").join(timed_apart)}
+            for workload, w_rows in fam_rows.groupby("workload", sort=True):
+                info = workloads.get(str(workload))
+                title = info.title_in(lang) if info else str(workload)
+                shown = set(w_rows["label"].astype(str))
+                present = [lab for lab in order if lab in shown]
+                table = TableView([_col(t, "case"), _col(t, "metric")] +
+                                  [Column(lab, "median_ci", True) for lab in present])
+                points = []
+                names = _case_names(t, str(workload), w_rows)
+                for (case_id, metric), rows in w_rows.groupby(["case_id", "metric"], sort=True):
+                    by_label = {str(r.label): r for r in rows.itertuples()}
+                    cells: list[Any] = [names.get(str(case_id)) or str(case_id), _metric(t, str(metric))]
+                    for lab in present:
+                        r = by_label.get(lab)
+                        if r is None:
+                            cells.append(None)
+                            continue
+                        cells.append({"median": shown_location(r.estimate, r.median), "low": r.ci_low, "high": r.ci_high, "unit": r.unit,
+                                      "flag": flags.get((lab, str(case_id), str(metric)))})
+                    table.rows.append(cells)
+                    view["n_cases"] += 1
+                chart_metric = next((m for m in TREND_CHART_METRICS if (w_rows["metric"] == m).any()), None)
+                charts = []
+                if chart_metric and len(present) >= 2:
+                    sub = w_rows[w_rows["metric"] == chart_metric]
+                    cases = sorted(sub["case_id"].astype(str).unique())[:MAX_CHART_SERIES]
+                    for r in sub.itertuples():
+                        if str(r.case_id) in cases:
+                            points.append({"x": str(r.label), "y": shown_location(r.estimate, r.median), "y_low": r.ci_low, "y_high": r.ci_high,
+                                           "series": names.get(str(r.case_id)) or str(r.case_id)})
+                    unit = str(sub["unit"].iloc[0])
+                    rank = {lab: i for i, lab in enumerate(present)}
+                    points.sort(key=lambda p: (rank[p["x"]], p["series"]))
+                    spec = chart_lines(points, x_title=t.plain("chart.label_axis"),
+                                       y_title=_metric(t, chart_metric), y_unit=unit, x_type="N",
+                                       log_x=False, log_y=unit in ("s", "bytes"))
+                    data = TableView([_col(t, "label"), _col(t, "case"), _col(t, "estimate", "value", True),
+                                      _col(t, "ci", "interval", True)])
+                    data.rows = [[p["x"], p["series"], (p["y"], unit), (p["y_low"], p["y_high"], unit)] for p in points]
+                    chart_counter[0] += 1
+                    charts.append(ChartView(t.plain("chart.trend_title", workload=title, metric=_metric(t, chart_metric)),
+                                            spec, data, f"t{chart_counter[0]}"))
+                group["workloads"].append({"title": title, "table": table, "charts": charts})
+                view["labels"].update(present)
+            view["groups"].append(group)
+    index = TableView([_col(t, "family", "link"), _col(t, "cases", right=True), _col(t, "labels", right=True)])
+    ordered = [f for f in (*FAMILIES, OTHER_FAMILY) if f in families]
+    for family in ordered:
+        v = families[family]
+        index.rows.append([Link(t.plain(f"family.{family}"), f"{family}.md"), str(v["n_cases"]), str(len(v["labels"]))])
+    return {"families": index}, {f: families[f] for f in ordered}
+
+
+def _case_names(t: Messages, workload: str, rows: Any) -> dict[str, str]:
+    """Human labels of a workload's cases (reporter.present.labels), distinct within the workload."""
+    from reporter.present.labels import case_label, distinct_labels, params_of
+
+    first = rows.drop_duplicates("case_id").sort_values("case_id")
+    ids = [str(c) for c in first["case_id"]]
+    params = [params_of(p) for p in first["params"]]
+    labels = distinct_labels(t, workload, params, lambda p: case_label(t, workload, p) or params_label(p))
+    return dict(zip(ids, labels))
+
+
+def _metric(t: Messages, metric: str) -> str:
+    key = f"metric.{metric}"
+    return t.plain(key) if t.has(key) else metric
+
+
+# ---- methodology -----------------------------------------------------------------------------
+
+
+def methodology_view(workloads: Mapping[str, WorkloadInfo], t: Messages) -> dict[str, Any]:
+    lang = t.lang
+    families = []
+    for family in FAMILIES:
+        ws = sorted((w for w in workloads.values() if w.family == family), key=lambda w: w.name)
+        if ws:
+            # The registry's paragraphs are Markdown written in this repository, not run data.
+            families.append({"key": family, "workloads": [
+                {"name": w.name, "title": w.title_in(lang), "method": Markup(w.method_in(lang))} for w in ws]})
+    metrics = TableView([_col(t, "metric", "code"), _col(t, "unit"), _col(t, "better"), _col(t, "description")])
+    for m in METRICS.values():
+        key = f"metric_description.{m.name}"
+        description = t(key) if t.has(key) and lang != "en" else m.description
+        metrics.rows.append([m.name, m.unit, t(f"better.{m.better}"), description])
+    timings = TableView([_col(t, "timing", "code"), _col(t, "description")])
+    timings.rows = [[name, t(f"timing_description.{name}")] for name in TIMINGS]
+    return {"families": families, "metrics": metrics, "timings": timings}
