@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.parquet as pq
 
 from runformat.archive import ArchiveError, has_parts, merge_parts, read_table
 from runformat.redact import redact_entry
@@ -31,6 +32,7 @@ from runformat.schema import (
     ENVIRONMENT_SCHEMA,
     GPU_STATE_FILE,
     GPU_STATE_SCHEMA,
+    PARTS_FOLDER,
     legacy_case_id,
     RUN_FILES,
     SAMPLES_FILE,
@@ -43,7 +45,7 @@ from runformat.schema import (
 )
 from reporter.errors import ReporterError
 from reporter.data.run_cache import CachedRun, fingerprint, read_cache, write_cache
-from reporter.data.scan import scan_tables
+from reporter.data.scan import MAX_ROWS, row_limit_problem, scan_tables, value_problem
 from reporter.data.summary_cache import SummaryCache, run_key
 
 # String columns stored as dictionaries (pandas categoricals): few distinct values, many rows.
@@ -520,18 +522,28 @@ def _read_run(label: str, folder: Path, given: dict[str, pa.Table] | None = None
         warnings.append(Problem(problem.path, f"{problem.reason}; the run is loaded without its samples "
                                               "and the ok attempts they measured"))
     gpu_path = folder / GPU_STATE_FILE
-    try:
-        if GPU_STATE_FILE in given:
-            raw[GPU_STATE_FILE] = given[GPU_STATE_FILE]
-        elif gpu_path.is_file():
-            raw[GPU_STATE_FILE] = _in_schema(read_table(gpu_path, GPU_STATE_FILE)[0], GPU_STATE_FILE)
-        if has_parts(folder):  # a run still recording, or killed: its part files count
+    if GPU_STATE_FILE in given:
+        raw[GPU_STATE_FILE] = given[GPU_STATE_FILE]
+    elif gpu_path.exists():  # damaged GPU state costs the run its GPU state only
+        problem = _read_file(folder, GPU_STATE_FILE, raw)
+        if problem is not None:
+            warnings.append(Problem(problem.path, f"{problem.reason}; the run is loaded without its GPU state"))
+    if has_parts(folder):  # a run still recording, or killed: its part files count
+        parts_path = str(folder / PARTS_FOLDER)
+        try:
+            problem = _parts_problem(folder)
+            if problem is not None:
+                return problem
             merged = merge_parts(folder, {k: raw[k] for k in (CASES_FILE, SAMPLES_FILE, GPU_STATE_FILE) if k in raw})
             raw.update({k: _in_schema(t, k) for k, t in merged.items()})
-    except ArchiveError as e:
-        return Problem(str(gpu_path if "parts" not in str(e) else folder / "parts"), str(e))
-    except (pa.ArrowException, ValueError) as e:
-        return Problem(str(folder), f"cannot merge the run's part files ({e})")
+        except ArchiveError as e:
+            return Problem(parts_path, _strip_prefix(str(e), parts_path))
+        except Exception as e:  # noqa: BLE001 - whatever damaged parts provoke is one line, not a crash
+            return Problem(parts_path, f"cannot merge the run's part files ({type(e).__name__}: {e})")
+        for kind in (CASES_FILE, SAMPLES_FILE, GPU_STATE_FILE):
+            reason = value_problem(kind, raw[kind])
+            if reason is not None:
+                return Problem(parts_path, f"{kind} with its parts merged: {reason}")
     raw.setdefault(GPU_STATE_FILE, GPU_STATE_SCHEMA.empty_table())
     problem, more = _check_run(folder, raw, samples_named=bool(warnings))
     if problem is not None:
@@ -676,10 +688,16 @@ def _read_file(folder: Path, kind: str, raw: dict[str, pa.Table]) -> Problem | N
         if path.exists():
             return Problem(str(path), "is not a regular file (a folder or something else is in its place)")
         return Problem(str(path), "file missing")
+    problem = _footer_problem(path, kind)
+    if problem is not None:
+        return problem
     try:
         table, meta = read_table(path, kind)
     except ArchiveError as e:
         return Problem(str(path), _strip_prefix(str(e), str(path)))
+    reason = value_problem(kind, table)
+    if reason is not None:
+        return Problem(str(path), reason)
     if meta.get("run_id") != folder.name:
         return Problem(str(path), f"run_id {meta.get('run_id')!r} in the file's metadata does not match the folder name")
     schema = _SCHEMAS[kind]
@@ -688,6 +706,42 @@ def _read_file(folder: Path, kind: str, raw: dict[str, pa.Table]) -> Problem | N
     except (pa.ArrowException, ValueError) as e:  # validated, so unexpected: still one line, not a crash
         return Problem(str(path), f"cannot convert to the schema ({e})")
     raw[kind] = _redact_environment(table) if kind == ENVIRONMENT_FILE else table
+    return None
+
+
+def _footer_problem(path: Path, kind: str) -> Problem | None:
+    """A file refused before its rows are read: empty, or announcing more rows than ``MAX_ROWS``."""
+    try:
+        if path.stat().st_size == 0:
+            return Problem(str(path), "not a readable Parquet file (it is empty: 0 bytes)")
+        rows = pq.ParquetFile(path).metadata.num_rows
+    except Exception:  # noqa: BLE001 - unreadable: read_table names why
+        return None
+    reason = row_limit_problem(kind, rows)
+    return Problem(str(path), reason) if reason is not None else None
+
+
+def _parts_problem(folder: Path) -> Problem | None:
+    """Part files refused before they are read: together, more rows of a kind than ``MAX_ROWS`` allows."""
+    parts = folder / PARTS_FOLDER
+    rows: dict[str, int] = {}
+    try:
+        for p in parts.iterdir():
+            kind = p.name.partition(".")[2]
+            if p.name.startswith(".") or kind not in MAX_ROWS:
+                continue
+            if p.is_file() and p.stat().st_size == 0:
+                return Problem(str(p), "not a readable Parquet file (it is empty: 0 bytes)")
+            try:
+                rows[kind] = rows.get(kind, 0) + pq.ParquetFile(p).metadata.num_rows
+            except Exception:  # noqa: BLE001 - unreadable: merge_parts names it
+                continue
+    except OSError as e:
+        return Problem(str(parts), f"cannot list the folder ({e.strerror or e})")
+    for kind, n in rows.items():
+        reason = row_limit_problem(kind, n)
+        if reason is not None:
+            return Problem(str(parts), f"its {kind} parts: {reason}")
     return None
 
 

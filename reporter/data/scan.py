@@ -11,6 +11,12 @@ once over the union of the files. The checks are row- and column-wise, so the un
 every file does; when it does not, each file is checked alone. A file that fails any of
 this, or that the scan cannot read, is left out of the answer: the caller reads that run
 the old way, file by file, which names the problem.
+
+Beyond the run format's own checks, two the reporter makes of every file it reads, here and
+file by file alike: ``row_limit_problem`` (a file's footer announcing more rows than
+``MAX_ROWS`` allows is refused before any row is read: a tiny file can decode into
+gigabytes), and ``value_problem`` (timings, work and GPU readings finite and not negative,
+process, sample and GPU indices not negative), both in bulk with pyarrow compute.
 """
 
 from __future__ import annotations
@@ -25,9 +31,59 @@ import pyarrow.fs as pafs
 
 from runformat.archive import MAX_STRING_BYTES
 from runformat.schema import (
-    ADDED_COLUMNS, BETTER_HIGHER, BETTER_LOWER, BETTER_NONE, CASES_FILE, METRICS, READABLE_SCHEMA_VERSIONS, SAMPLES_FILE,
-    SCHEMAS, STATUSES, TIMINGS, UNITS,
+    ADDED_COLUMNS, BETTER_HIGHER, BETTER_LOWER, BETTER_NONE, CASES_FILE, ENVIRONMENT_FILE, GPU_STATE_FILE, GPU_STATE_QUANTITIES,
+    METRICS, READABLE_SCHEMA_VERSIONS, SAMPLES_FILE, SCHEMAS, STATUSES, TIMINGS, UNITS,
 )
+
+# The most rows one run file may hold. The largest recorded runs hold about 22,000 samples,
+# 350 cases, 130 environment entries and 300 GPU-state rows; these are far above any real
+# run and far below what would exhaust a reader's memory (50M samples are about 2 GB).
+MAX_ROWS = {ENVIRONMENT_FILE: 1_000_000, CASES_FILE: 5_000_000, SAMPLES_FILE: 50_000_000, GPU_STATE_FILE: 5_000_000}
+
+# Numeric columns that must be finite where present, and those that must not be negative.
+_FINITE = {
+    CASES_FILE: ("duration_s", "flops", "bytes", "items"),
+    GPU_STATE_FILE: (*[f"{q}_{stat}" for q in GPU_STATE_QUANTITIES for stat in ("min", "median", "max")], "power_limit_w"),
+}
+_NOT_NEGATIVE = {
+    CASES_FILE: ("process", "duration_s", "flops", "bytes", "items", "round", "position"),
+    SAMPLES_FILE: ("process", "index"),
+    GPU_STATE_FILE: ("process", "gpu", "readings", "processes_max", "other_processes_max"),
+}
+
+
+def row_limit_problem(kind: str, rows: int) -> str | None:
+    """Why a ``kind`` file of ``rows`` rows (as its footer says) is refused unread, or None."""
+    limit = MAX_ROWS.get(kind)
+    if limit is not None and rows > limit:
+        return f"its footer announces {rows:,} rows; a run's {kind} holds at most {limit:,}; not read"
+    return None
+
+
+def value_problem(kind: str, table: pa.Table) -> str | None:
+    """The first value of ``table`` (a validated ``kind`` table) that no run records, or None.
+
+    Finite timings, work and GPU readings; no negative duration, work, count or index.
+    """
+    if not table.num_rows:
+        return None
+    for name in _FINITE.get(kind, ()):
+        column = table.column(name)
+        if column.null_count == len(column):
+            continue
+        bad = pc.invert(pc.fill_null(pc.is_finite(column), True))
+        if pc.any(bad).as_py():
+            row = pc.index(bad, True).as_py()
+            return f"row {row} has a non-finite {name} ({column[row].as_py()})"
+    for name in _NOT_NEGATIVE.get(kind, ()):
+        column = table.column(name)
+        if column.null_count == len(column):
+            continue
+        low = pc.min(column).as_py()
+        if low is not None and low < 0:
+            row = pc.index(column, low).as_py()
+            return f"row {row} has a negative {name} ({low})"
+    return None
 
 
 def scan_tables(kind: str, paths: list[Path], run_ids: list[str], dictionary: tuple[str, ...] = (),
@@ -44,7 +100,7 @@ def scan_tables(kind: str, paths: list[Path], run_ids: list[str], dictionary: tu
     plain = SCHEMAS[kind]
     schema = pa.schema([pa.field(f.name, pa.dictionary(pa.int32(), f.type)) if f.name in dictionary else f
                         for f in plain])  # nullable, as reporter.data.load's own encoding makes them
-    fragments = _good_fragments(plain, ADDED_COLUMNS.get(kind, ()), paths, run_ids)
+    fragments = _within_row_limit(kind, _good_fragments(plain, ADDED_COLUMNS.get(kind, ()), paths, run_ids))
     if not fragments:
         return {}
     try:
@@ -72,6 +128,19 @@ def scan_tables(kind: str, paths: list[Path], run_ids: list[str], dictionary: tu
 
 
 _GROUP = 256  # files checked together
+
+
+def _within_row_limit(kind: str, fragments: dict[int, ds.ParquetFileFragment]) -> dict[int, ds.ParquetFileFragment]:
+    """The fragments whose footer announces no more rows than ``MAX_ROWS`` allows (read before any row)."""
+    out = {}
+    for i, fragment in fragments.items():
+        try:
+            rows = fragment.metadata.num_rows
+        except (pa.ArrowException, OSError, ValueError):
+            continue
+        if row_limit_problem(kind, rows) is None:
+            out[i] = fragment
+    return out
 
 
 def _good_fragments(expected: pa.Schema, added: tuple[str, ...], paths: list[Path], run_ids: list[str]) -> dict[int, ds.ParquetFileFragment]:
@@ -124,6 +193,8 @@ _POSITIVE_UNITS = ("s", "bytes", "items/s")  # runformat.schema._check_sample_va
 
 
 def _valid_columns(kind: str, table: pa.Table) -> bool:
+    if value_problem(kind, table) is not None:
+        return False
     for f in SCHEMAS[kind]:
         column = table.column(f.name)
         if not f.nullable and column.null_count:
