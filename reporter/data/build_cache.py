@@ -29,6 +29,8 @@ behind (an entry's key changes when any input does):
 
 An entry that does not read (truncated, corrupt, another format) is recomputed and
 written anew; a cache folder that cannot be written only costs the next build its speed.
+An entry larger than ``MAX_ENTRY_BYTES`` (a chart larger than ``MAX_SVG_BYTES``) is refused
+before it is read or unpickled, and computed again.
 """
 
 from __future__ import annotations
@@ -45,6 +47,9 @@ from typing import Any, Iterable
 from reporter.data.run_cache import _reporter_version, cache_base
 
 FORMAT = 2  # bump when what an article entry holds changes shape
+# An article's entry is a few megabytes at most, a chart's SVG a few hundred kilobytes.
+MAX_ENTRY_BYTES = 256 * 1024**2
+MAX_SVG_BYTES = 16 * 1024**2
 
 
 def _folder(kind: str) -> Path:
@@ -78,6 +83,8 @@ def load_entry(kind: str, key: str) -> Any | None:
     path = _folder(kind) / f"{key}.pickle"
     try:
         with open(path, "rb") as f:
+            if os.fstat(f.fileno()).st_size > MAX_ENTRY_BYTES:
+                return None  # not what this module writes: computed again, never unpickled
             stored_key, value = pickle.load(f)
     except Exception:  # missing, truncated, another layout: computed again
         return None
@@ -94,8 +101,11 @@ def chart_key(spec: Any, renderer: str) -> str:
 
 
 def load_svg(key: str) -> str | None:
+    path = _folder("charts") / f"{key}.svg"
     try:
-        text = (_folder("charts") / f"{key}.svg").read_text(encoding="utf-8")
+        if path.stat().st_size > MAX_SVG_BYTES:
+            return None
+        text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError):
         return None
     return text if text.rstrip().endswith("</svg>") else None  # a torn write is not trusted

@@ -118,6 +118,9 @@ class Archive:
     # The samples of a set of run ids (all when None) read from their sources, when
     # ``samples`` is not in memory: a selection of runs reads only its own.
     sample_source: Any = None  # a _SampleSource: called with a set of run ids (or None), it returns their samples
+    # What of the run cache was refused (``reporter.data.run_cache.read_cache``): derived data
+    # whose runs were read from their own files instead, so nothing of the archive is missing.
+    cache_problems: list[Problem] = field(default_factory=list)
 
     def labels(self) -> list[str]:
         """The labels that hold at least one valid run, sorted."""
@@ -293,7 +296,8 @@ def load_archive(runs_dir: str | os.PathLike[str], strict: bool = False, *, cach
                 continue
             folders.append((label_dir.name, run_dir))
 
-    results, cached_keys = _read_runs(root, folders, cache)
+    refused: list[tuple[str, str]] = []
+    results, cached_keys = _read_runs(root, folders, cache, refused)
     by_id: dict[str, list[_RunTables]] = {}
     for r in results:
         if isinstance(r, Problem):
@@ -315,12 +319,16 @@ def load_archive(runs_dir: str | os.PathLike[str], strict: bool = False, *, cach
     valid.sort(key=lambda r: (r.label, r.run_id))
     if cache and (any(not r.from_cache for r in valid) or {(r.label, r.run_id) for r in valid} != cached_keys):
         _write_cache(root, valid)
-    return _assemble(root, valid, sorted(problems, key=lambda p: p.path), cache)
+    archive = _assemble(root, valid, sorted(problems, key=lambda p: p.path), cache)
+    archive.cache_problems = [Problem(path, reason) for path, reason in refused]
+    return archive
 
 
-def _read_runs(root: Path, folders: list[tuple[str, Path]], cache: bool) -> tuple[list["_RunTables | Problem"], set[tuple[str, str]]]:
-    """Every folder's run (from the cache when its files are unchanged) in ``folders``' order, and the cache's runs."""
-    cached = read_cache(root, _TABLES, lazy=(SAMPLES_FILE,)) if cache else {}
+def _read_runs(root: Path, folders: list[tuple[str, Path]], cache: bool,
+               refused: list[tuple[str, str]] | None = None) -> tuple[list["_RunTables | Problem"], set[tuple[str, str]]]:
+    """Every folder's run (from the cache when its files are unchanged) in ``folders``' order, and the cache's runs;
+    what of the cache was refused is appended to ``refused`` (file, reason)."""
+    cached = read_cache(root, _TABLES, lazy=(SAMPLES_FILE,), refused=refused) if cache else {}
     results: list[_RunTables | Problem | None] = [None] * len(folders)
     todo: list[int] = []
     prefix = str(root) + os.sep

@@ -21,12 +21,20 @@ The cache is derived data: the recorded files are never written, a hidden folder
 never read as a run, and a cache that does not read, does not match its index, or was
 written by another format or reporter version is ignored and written anew. A folder
 that cannot be written to (a read-only archive) only costs the next load its speed.
+
+Nothing in it is trusted either: an index larger than ``MAX_INDEX_BYTES`` is refused
+unread, every entry is checked against the index's schema (``_entry_problem``: types,
+keys, row spans inside their tables) and every table against the run format's schema and
+the reader's value checks (``reporter.data.scan``; the lazily read samples when first
+read). A cache refused whole, or an entry refused alone, is named (``refused``) and its
+runs are read from their own files.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 import shutil
 import tempfile
@@ -38,8 +46,13 @@ from typing import Any, Callable
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from reporter.errors import ReporterError
+
 CACHE_DIR = ".cache"  # the folder name the loader skips inside an archive (an older reporter kept its cache there)
 FORMAT = 2  # bump when what _read_run returns (or how it is stored here) changes
+# An index holds about 1 kB a run: this is a hundred thousand runs and more; a larger one is not read.
+MAX_INDEX_BYTES = 128 * 1024**2
+_log = logging.getLogger("reporter.data")
 
 
 @lru_cache(maxsize=1)  # a metadata lookup (about 1 ms): keys of 1,000 runs ask for it 1,000 times
@@ -101,55 +114,172 @@ class CachedRun:
     from_files: tuple[str, ...] = ()
 
 
-def read_cache(root: Path, kinds: tuple[str, ...], lazy: tuple[str, ...] = ()) -> dict[tuple[str, str], CachedRun]:
+def read_cache(root: Path, kinds: tuple[str, ...], lazy: tuple[str, ...] = (),
+               refused: list[tuple[str, str]] | None = None) -> dict[tuple[str, str], CachedRun]:
     """The cached runs of ``root`` by (label, run_id); empty when there is no usable cache.
 
     The tables of ``lazy`` kinds are not read now: each run holds, in their place, a
-    function that returns its slice (the file read once, by the first call). A table the
-    cache does not hold because it is the run's own file (``CachedRun.from_files``) is None.
+    function that returns its slice (the file read and checked once, by the first call). A
+    table the cache does not hold because it is the run's own file (``CachedRun.from_files``)
+    is None. What is refused (the whole cache, or one entry) is appended to ``refused`` as
+    (file, reason) and logged; a missing cache, or one of another format or reporter
+    version, is simply not used.
     """
     folder = cache_folder(root)
+
+    def refuse(path: Path, reason: str) -> None:
+        _log.warning("%s: %s", path, reason)
+        if refused is not None:
+            refused.append((str(path), reason))
+
+    index_path = folder / "index.json"
     try:
-        index = json.loads((folder / "index.json").read_text(encoding="utf-8"))
-        if index.get("format") != FORMAT or index.get("reporter") != _reporter_version():
-            return {}
-        present = {k for k in kinds if (folder / k).is_file()}
-        tables = {k: pq.read_table(folder / k) for k in present if k not in lazy}
-        rows = {k: (tables[k].num_rows if k in tables else pq.read_metadata(folder / k).num_rows) if k in present else 0
-                for k in kinds}
-        later = {k: _LazyTable(folder / k) for k in lazy if k in present}
-        out: dict[tuple[str, str], CachedRun] = {}
-        for entry in index["runs"]:
-            parts: dict[str, Any] = {}
-            from_files = tuple(entry.get("from_files", ()))
-            for k in kinds:
-                start, n = entry["rows"][k]
-                if start < 0 or n < 0 or start + n > rows[k]:
-                    return {}
-                if k in from_files:
-                    parts[k] = None
-                else:
-                    parts[k] = later[k].slice_of(start, n) if k in later else tables[k].slice(start, n)
-            out[(entry["label"], entry["run_id"])] = CachedRun(
-                entry["label"], entry["run_id"], entry["fingerprint"], parts, [tuple(w) for w in entry["warnings"]],
-                from_files,
-            )
-        return out
-    except Exception:  # missing, corrupt, or of another layout: rebuilt, never trusted
+        size = index_path.stat().st_size
+    except OSError:
+        return {}  # no cache yet
+    if size > MAX_INDEX_BYTES:
+        refuse(index_path, f"is {size:,} bytes, above the limit of {MAX_INDEX_BYTES:,}; not read, the runs are read from their files")
         return {}
+    try:
+        index = json.loads(index_path.read_text(encoding="utf-8"))
+    except (OSError, ValueError, RecursionError) as e:
+        refuse(index_path, f"does not read as JSON ({type(e).__name__}); the runs are read from their files")
+        return {}
+    if not isinstance(index, dict):
+        refuse(index_path, "is not a JSON object; the runs are read from their files")
+        return {}
+    if index.get("format") != FORMAT or index.get("reporter") != _reporter_version():
+        return {}  # another reporter's cache: written anew
+    entries = index.get("runs")
+    if not isinstance(entries, list):
+        refuse(index_path, "holds no list of runs; the runs are read from their files")
+        return {}
+    try:
+        present = {k for k in kinds if (folder / k).is_file()}
+        tables, rows = {}, {}
+        for k in kinds:
+            if k not in present:
+                rows[k] = 0
+            elif k in lazy:
+                rows[k] = pq.read_metadata(folder / k).num_rows
+            else:
+                tables[k] = pq.read_table(folder / k)
+                rows[k] = tables[k].num_rows
+    except Exception as e:  # noqa: BLE001 - a damaged cache file: the runs are read from their files
+        refuse(folder, f"a table does not read ({type(e).__name__}); the runs are read from their files")
+        return {}
+    for k, table in tables.items():
+        reason = _table_problem(k, table)
+        if reason is not None:
+            refuse(folder / k, f"{reason}; the runs are read from their files")
+            return {}
+    later = {k: _LazyTable(folder / k, k) for k in lazy if k in present}
+    out: dict[tuple[str, str], CachedRun] = {}
+    for n, entry in enumerate(entries):
+        reason = _entry_problem(entry, kinds, rows)
+        if reason is not None:
+            refuse(index_path, f"entry {n}: {reason}; that run is read from its files")
+            continue
+        parts: dict[str, Any] = {}
+        from_files = tuple(entry.get("from_files", ()))
+        for k in kinds:
+            start, count = entry["rows"][k]
+            if k in from_files:
+                parts[k] = None
+            else:
+                parts[k] = later[k].slice_of(start, count) if k in later else tables[k].slice(start, count)
+        out[(entry["label"], entry["run_id"])] = CachedRun(
+            entry["label"], entry["run_id"], entry["fingerprint"], parts, [tuple(w) for w in entry["warnings"]],
+            from_files,
+        )
+    return out
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _entry_problem(entry: Any, kinds: tuple[str, ...], rows: dict[str, int]) -> str | None:
+    """Why one index entry is not one ``write_cache`` writes, or None.
+
+    ``{"label": str, "run_id": str, "fingerprint": [[name, size, inode, mtime, ctime], ...],
+    "warnings": [[path, reason], ...], "rows": {kind: [start, count]}, "from_files": [kind, ...]}``,
+    each span inside its table.
+    """
+    if not isinstance(entry, dict):
+        return "not an object"
+    for key in ("label", "run_id"):
+        if not isinstance(entry.get(key), str):
+            return f"{key!r} is not a string"
+    fp = entry.get("fingerprint")
+    if not isinstance(fp, list) or not all(
+            isinstance(f, list) and len(f) == 5 and isinstance(f[0], str) and all(_is_int(x) for x in f[1:]) for f in fp):
+        return "'fingerprint' is not a list of [name, size, inode, mtime, ctime]"
+    warnings = entry.get("warnings")
+    if not isinstance(warnings, list) or not all(
+            isinstance(w, list) and len(w) == 2 and all(isinstance(x, str) for x in w) for w in warnings):
+        return "'warnings' is not a list of [path, reason]"
+    from_files = entry.get("from_files", [])
+    if not isinstance(from_files, list) or not all(isinstance(k, str) and k in kinds for k in from_files):
+        return "'from_files' is not a list of table names"
+    spans = entry.get("rows")
+    if not isinstance(spans, dict):
+        return "'rows' is not an object"
+    for k in kinds:
+        span = spans.get(k)
+        if not (isinstance(span, list) and len(span) == 2 and all(_is_int(x) for x in span)):
+            return f"its rows of {k} are not [start, count]"
+        start, count = span
+        if start < 0 or count < 0 or start + count > rows[k]:
+            return f"its rows of {k} ({start}, {count}) lie outside the table's {rows[k]:,}"
+    return None
+
+
+def _table_problem(kind: str, table: pa.Table) -> str | None:
+    """Why a cached table is not one of ``kind`` as the reader keeps it, or None: the run format's
+    columns in their types (strings as dictionaries or not), its values as ``reporter.data.scan`` checks them."""
+    from runformat.schema import SCHEMAS
+
+    from reporter.data.scan import row_limit_problem, valid_table
+
+    schema = SCHEMAS.get(kind)
+    if schema is None:
+        return None
+    for f in schema:
+        if table.schema.get_field_index(f.name) < 0:
+            return f"has no column {f.name!r}"
+        actual = table.schema.field(f.name).type
+        if pa.types.is_dictionary(actual):
+            actual = actual.value_type
+        if not actual.equals(f.type):
+            return f"column {f.name!r} has type {actual}, expected {f.type}"
+    if not valid_table(kind, table):
+        return "holds values no run records (nulls, unknown names, non-finite or negative numbers)"
+    return None
 
 
 class _LazyTable:
-    """A cached table read on first use (a report from cached summaries never reads the samples)."""
+    """A cached table read on first use (a report from cached summaries never reads the samples),
+    checked as ``read_cache`` checks the others; one that fails removes the cache (rebuilt next
+    time) and stops the command with one line."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, kind: str) -> None:
         self.path = path
+        self.kind = kind
         self.table: pa.Table | None = None
 
     def slice_of(self, start: int, n: int) -> Callable[[], pa.Table]:
         def read() -> pa.Table:
             if self.table is None:
-                self.table = pq.read_table(self.path)
+                try:
+                    table = pq.read_table(self.path)
+                    reason = _table_problem(self.kind, table)
+                except Exception as e:  # noqa: BLE001 - a damaged cache file is one line, not a traceback
+                    reason = f"does not read ({type(e).__name__})"
+                if reason is not None:
+                    shutil.rmtree(self.path.parent, ignore_errors=True)
+                    raise ReporterError(f"{self.path}: the run cache {reason}; it was removed, run the command again")
+                self.table = table
             return self.table.slice(start, n)
 
         return read

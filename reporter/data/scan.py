@@ -171,6 +171,11 @@ def _good_fragments(expected: pa.Schema, added: tuple[str, ...], paths: list[Pat
     return out
 
 
+def valid_table(kind: str, table: pa.Table) -> bool:
+    """Whether ``table`` (plain or with dictionary columns) passes the checks a scanned file must pass."""
+    return _valid(kind, table, "")
+
+
 def _valid(kind: str, table: pa.Table, where: str) -> bool:
     """Whether ``table`` passes the row and column checks of ``runformat.archive.read_table``
     (and, for samples, holds each metric in its own unit and direction).

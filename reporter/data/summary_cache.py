@@ -14,12 +14,15 @@ the reporter's version and a hash of its source (``reporter.data.build_cache.com
 so a changed run, a new or deleted run of a label, or a new reporter misses and is
 computed again; an entry that rests on a run no longer in the archive as loaded is dropped
 at the next write. Each folder is replaced whole and atomically; one that does not read or
-does not match its index is ignored and written anew, never trusted.
+does not match its index is ignored and written anew, never trusted: an index larger than
+``MAX_INDEX_BYTES`` is not read, and each entry must be ``[start, count, [run key, ...]]``
+inside the table (``_entry_problem``); a refused folder is logged in one line.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import shutil
 import tempfile
 from contextlib import contextmanager
@@ -34,6 +37,8 @@ from reporter.data.build_cache import compute_key
 from reporter.data.run_cache import cache_folder
 
 FORMAT = 2  # bump when what _units or the label summaries hold (or how they are stored here) changes
+MAX_INDEX_BYTES = 128 * 1024**2  # an entry's index line is about 100 bytes: a million entries and more
+_log = logging.getLogger("reporter.data")
 
 
 def run_key(label: str, run_id: str, fingerprint: list[list[Any]]) -> str:
@@ -107,25 +112,55 @@ class SummaryCache:
 
 
 def _read(folder: Path) -> dict[str, pd.DataFrame]:
+    index_path = folder / "index.json"
     try:
-        index = json.loads((folder / "index.json").read_text(encoding="utf-8"))
-        if index.get("format") != FORMAT:
+        size = index_path.stat().st_size
+    except OSError:
+        return {}  # nothing stored yet
+    if size > MAX_INDEX_BYTES:
+        _log.warning("%s: is %s bytes, above the limit of %s; not read, the summaries are computed again",
+                     index_path, f"{size:,}", f"{MAX_INDEX_BYTES:,}")
+        return {}
+    try:
+        index = json.loads(index_path.read_text(encoding="utf-8"))
+        if not isinstance(index, dict) or index.get("format") != FORMAT:
             return {}
+        entries = index.get("entries")
+        if not isinstance(entries, dict) or not _is_int(index.get("rows")):
+            raise ValueError("the index has no entries and rows")
         # Strings read through their dictionaries (few distinct, many rows), then decoded: several times faster.
         schema = pq.read_schema(folder / "data.parquet")
         text = [f.name for f in schema if pa.types.is_string(f.type) or pa.types.is_large_string(f.type)]
         table = pq.read_table(folder / "data.parquet", read_dictionary=text).cast(schema)
         if table.num_rows != index["rows"]:
-            return {}
+            raise ValueError(f"the index says {index['rows']} rows, the table holds {table.num_rows}")
         frame = table.to_pandas()
         out = {}
-        for key, (start, n, runs) in index["entries"].items():
-            if start < 0 or n < 0 or start + n > len(frame) or not all(isinstance(r, str) for r in runs):
-                return {}
+        for key, entry in entries.items():
+            reason = _entry_problem(entry, len(frame))
+            if reason is not None:
+                raise ValueError(f"entry {key[:40]!r}: {reason}")
+            start, n, runs = entry
             out[key] = (Rows(frame, start, n), runs)
         return out
-    except Exception:  # missing, corrupt, or of another layout: rebuilt, never trusted
+    except Exception as e:  # noqa: BLE001 - missing, corrupt, or of another layout: rebuilt, never trusted
+        _log.warning("%s: not used (%s); the summaries are computed again", folder, str(e)[:200] or type(e).__name__)
         return {}
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _entry_problem(entry: Any, rows: int) -> str | None:
+    """Why an index entry is not ``[start, count, [run key, ...]]`` within ``rows`` rows, or None."""
+    if not (isinstance(entry, list) and len(entry) == 3 and _is_int(entry[0]) and _is_int(entry[1])
+            and isinstance(entry[2], list) and all(isinstance(r, str) for r in entry[2])):
+        return "not [start, count, [run key, ...]]"
+    start, n = entry[0], entry[1]
+    if start < 0 or n < 0 or start + n > rows:
+        return f"rows ({start}, {n}) lie outside the table's {rows}"
+    return None
 
 
 class Rows:
