@@ -37,15 +37,32 @@ class OneLineParser(argparse.ArgumentParser):
         self.exit(EXIT_USAGE, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
-class _StackEnv(argparse.Action):
-    """``--env NAME=VALUE``: a variable for the stack of the ``--python`` given before it."""
+class _AddStack(argparse.Action):
+    """``--stack KIND:TARGET``, or ``--python PATH`` (the same as ``--stack python:PATH``): one
+    stack more, in the order given; the ``--env``, ``--runtime-arg`` and ``--interpreter``
+    after it apply to it."""
 
     def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, value: Any, option: Any = None) -> None:
-        name, eq, val = str(value).partition("=")
-        if not eq or not name or not name.replace("_", "a").isalnum():
-            raise CLIError(f"--env {value!r} is not NAME=VALUE")
-        stack = max(0, len(namespace.python) - 1)
-        namespace.env = [*namespace.env, (stack, name, val)]
+        spec = f"python:{value}" if option == "--python" else str(value)
+        namespace.stack = [*namespace.stack, (spec, option)]
+
+
+class _ForStack(argparse.Action):
+    """A setting of the stack given before it: ``--env NAME=VALUE`` (or the only stack),
+    ``--runtime-arg ARG`` and ``--interpreter PATH`` (an image stack)."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, value: Any, option: Any = None) -> None:
+        text = str(value)
+        if option == "--env":
+            name, eq, _ = text.partition("=")
+            if not eq or not name or not name.replace("_", "a").isalnum():
+                raise CLIError(f"--env {value!r} is not NAME=VALUE")
+        elif not namespace.stack:
+            raise CLIError(f"{option} {text!r} must follow the --stack it applies to")
+        elif option == "--runtime-arg" and not text.startswith("-"):
+            raise CLIError(f"--runtime-arg {text!r} is not a flag; give it with its value, e.g. --runtime-arg=--gpus=device=0")
+        index = max(0, len(namespace.stack) - 1)
+        setattr(namespace, self.dest, [*getattr(namespace, self.dest), (index, text)])
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -55,21 +72,29 @@ def build_parser() -> argparse.ArgumentParser:
 
     run = sub.add_parser("run", help="measure a suite and record a run under --out/<label>/<run_id>/")
     run.add_argument("--suite", help="suite to run (default: cpu without a GPU, standard with one)")
-    run.add_argument("--label", action="append", default=[], help="label the run is filed under (default: torch-<version>-<cuda|cpu>); one per --python")
-    run.add_argument("--python", action="append", default=[], help="run the suite under this interpreter (another venv or image's Python); repeatable")
-    run.add_argument("--interleave", action="store_true", help="with several --python stacks, alternate cases between them (A B A B ...)")
+    run.add_argument("--label", action="append", default=[], help="label the run is filed under (default: an image's repository:tag, else torch-<version>-<cuda|cpu>); one per stack")
+    run.add_argument("--stack", action=_AddStack, default=[], metavar="KIND:TARGET",
+                     help="a stack to measure: python:PATH, docker:IMAGE, podman:IMAGE or apptainer:FILE.sif; repeatable")
+    run.add_argument("--python", action=_AddStack, dest="stack", metavar="PATH", help="the same as --stack python:PATH; repeatable")
+    run.add_argument("--interleave", action="store_true", help="with several stacks, alternate cases between them (A B, then B A)")
+    run.add_argument("--runtime-arg", action=_ForStack, default=[], metavar="ARG",
+                     help="a flag for the container runtime of the preceding image stack, replacing a default of its name "
+                          "(e.g. --runtime-arg=--gpus=device=0, --runtime-arg=--network=host); repeatable")
+    run.add_argument("--interpreter", action=_ForStack, default=[], metavar="PATH",
+                     help="the Python inside the preceding image stack (default: python3)")
+    run.add_argument("--pull", action="store_true", help="pull the images of docker:/podman: stacks first (never done otherwise)")
     run.add_argument("--out", type=folder_path, help="archive folder, or a URL (s3://bucket/prefix, any pyarrow or fsspec filesystem) the run is uploaded to when it ends (default: runs)")
     run.add_argument("--stage", type=folder_path, help="with a URL --out: local folder the run is recorded in before its upload (default: $IMAGEBENCH_STAGE, else ~/.cache/imagebench/outbox)")
     run.add_argument("--device", choices=["auto", "cpu", "cuda"], help="device to measure (default: auto)")
     run.add_argument("--only", action="append", default=[], metavar="PATTERN", help="only this workload, or cases whose id matches a glob (e.g. 'matmul*n=4096*'); repeatable")
     run.add_argument("--processes", type=positive_int, help="independent worker processes per case (default: 3)")
-    run.add_argument("--image", default=os.environ.get("IMAGEBENCH_IMAGE"), help="name of the image under test (default: $IMAGEBENCH_IMAGE)")
+    run.add_argument("--image", help="name of the image a run is recorded inside (default: $IMAGEBENCH_IMAGE); an image stack records its own")
     run.add_argument("--time-budget", type=positive_float, help="seconds of sampling per case and process before stopping (default: the suite's)")
     run.add_argument("--case-timeout", type=positive_float, help="seconds after which a case is killed and recorded as timeout (default: the workload's)")
     run.add_argument("--data-dir", type=folder_path, help="folder with real datasets in torchvision's format (never downloaded)")
     run.add_argument("--resume", metavar="RUN_DIR", type=folder_path, help="finish an interrupted run: run only its missing cases, same run id")
-    run.add_argument("--env", action=_StackEnv, default=[], metavar="NAME=VALUE",
-                     help="set a variable for the stack of the preceding --python (or the only stack); repeatable")
+    run.add_argument("--env", action=_ForStack, default=[], metavar="NAME=VALUE",
+                     help="set a variable for the preceding stack (or the only stack); repeatable")
     run.add_argument("--adaptive", type=positive_float, metavar="SECONDS",
                      help="after the planned processes, spend up to SECONDS adding processes to the cases with the widest CIs")
     run.add_argument("--max-processes", type=positive_int, help="with --adaptive, at most this many processes a case (default: twice --processes)")
@@ -95,6 +120,7 @@ def build_parser() -> argparse.ArgumentParser:
     lst.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
     lst.add_argument("--only", action="append", default=[], metavar="PATTERN")
     lst.add_argument("--python", default=None, help="interpreter of the stack (default: this one)")
+    lst.add_argument("--stack", default=None, metavar="KIND:TARGET", help="the stack, as `run --stack` takes it")
     lst.add_argument("--json", action="store_true", help="print JSON")
 
     up = sub.add_parser("upload", help="upload finished run folders to an archive URL (what `run --out URL` does at the end)")
@@ -118,26 +144,77 @@ def _check_run_args(args: argparse.Namespace) -> None:
             sanitize_label(label)
         except SchemaError:
             raise CLIError(f"--label {label!r} has no letters or digits to name a folder with") from None
-    if args.python and args.label and len(args.label) != len(args.python):
-        raise CLIError(f"give one --label per --python ({len(args.python)} --python, {len(args.label)} --label)")
-    if not args.python and len(args.label) > 1:
-        raise CLIError(f"--label was given {len(args.label)} times; give it once, or once per --python")
-    if args.interleave and len(args.python) < 2:
-        raise CLIError("--interleave needs at least two --python stacks")
-    for python in args.python:
-        if not (Path(python).is_file() and os.access(python, os.X_OK)):
-            raise CLIError(f"--python {python!r} is not an executable file")
     if args.data_dir is not None and not Path(args.data_dir).is_dir():
         raise CLIError(f"--data-dir {args.data_dir!r} is not a folder")
     if args.adaptive is not None and args.adaptive <= 0:
         raise CLIError(f"--adaptive {args.adaptive} must be positive")
     if args.max_processes is not None and args.max_processes < args.processes:
         raise CLIError(f"--max-processes {args.max_processes} must be at least --processes {args.processes}")
-    if args.resume is not None and (args.python or args.label or args.interleave):
-        raise CLIError("--resume takes the run's own settings; do not combine it with --python, --label or --interleave")
+    if args.resume is not None and (args.stack or args.label or args.interleave or args.pull):
+        raise CLIError("--resume takes the run's own settings; do not combine it with --stack, --python, --label, "
+                       "--interleave or --pull")
+    _check_stack_args(args)
     _check_distributed_args(args)
     if args.stage is not None and not _is_url(args.out):
         raise CLIError(f"--stage is for a URL --out; --out {args.out!r} is a folder, where the run is recorded directly")
+
+
+def _stack_flag(args: argparse.Namespace) -> str:
+    """How messages name the stacks: ``--python`` when the user gave only those, else ``--stack``."""
+    return "--python" if args.stack and all(flag == "--python" for _, flag in args.stack) else "--stack"
+
+
+def _check_stack_args(args: argparse.Namespace) -> None:
+    """Stacks that parse, with runtimes that are installed, labels that pair, flags that fit."""
+    flag = _stack_flag(args)
+    if args.stack and args.label and len(args.label) != len(args.stack):
+        raise CLIError(f"give one --label per {flag} ({len(args.stack)} {flag}, {len(args.label)} --label)")
+    if len(args.stack) <= 1 and len(args.label) > 1:
+        raise CLIError(f"--label was given {len(args.label)} times; give it once, or once per --stack")
+    if args.interleave and len(args.stack) < 2:
+        raise CLIError(f"--interleave needs at least two stacks (--stack or --python), not {len(args.stack)}")
+    stacks = _stacks_from_args(args)
+    images = [s for s in stacks if s.is_image]
+    for index, text in [*args.runtime_arg, *args.interpreter]:
+        if not stacks[index].is_image:
+            option = "--runtime-arg" if (index, text) in args.runtime_arg else "--interpreter"
+            raise CLIError(f"{option} {text!r} follows {stacks[index].spec}, which is not an image stack")
+    if images and args.image:
+        raise CLIError(f"--image names the image of a run recorded inside it; --stack {images[0].spec} records its own")
+    if args.pull and not any(s.kind in ("docker", "podman") for s in stacks):
+        raise CLIError("--pull is for docker: and podman: stacks; none was given")
+    if args.nnodes > 1:
+        for s in images:
+            if s.kind != "apptainer" and not any(a.split("=", 1)[0] == "--network" for a in s.runtime_args):
+                raise CLIError(f"--nnodes {args.nnodes} needs the network, which --stack {s.spec} does not have by default; "
+                               "add --runtime-arg=--network=host after it")
+
+
+def _stacks_from_args(args: argparse.Namespace) -> list[Any]:
+    """The ``Stack`` of each ``--stack``/``--python`` with its label and settings (the host's
+    Python when none was given); a stack that does not parse, or whose runtime is not
+    installed, is a ``CLIError``."""
+    from collector.stacks import Stack, StackError, parse_stack
+    from collector.stacks.base import find_runtime
+
+    specs = args.stack or [(f"python:{sys.executable}", "--python")]
+    labels = args.label or [None] * len(specs)
+    stacks = []
+    for index, ((spec, flag), label) in enumerate(zip(specs, labels)):
+        try:
+            stack = parse_stack(spec)
+            if stack.is_image:
+                find_runtime(stack.kind, stack)
+        except StackError as e:
+            text = str(e)
+            if flag == "--python" and "is not an executable file" in text:
+                text = f"--python {spec.removeprefix('python:')!r} is not an executable file"
+            raise CLIError(text) from None
+        env = dict(v.split("=", 1) for i, v in args.env if i == index)
+        runtime_args = tuple(v for i, v in args.runtime_arg if i == index)
+        interpreter = next((v for i, v in reversed(args.interpreter) if i == index), None)
+        stacks.append(Stack(stack.target, label, tuple(sorted(env.items())), stack.kind, runtime_args, interpreter))
+    return stacks
 
 
 def _is_url(text: str) -> bool:
@@ -189,7 +266,7 @@ def _torchrun_args(args: argparse.Namespace) -> str | None:
 
 def cmd_run(args: argparse.Namespace) -> int:
     from runformat.archive import ArchiveError
-    from collector.runner import Interrupted, RunError, RunOptions, Stack, execute
+    from collector.runner import Interrupted, RunError, execute
     from collector.workloads.multigpu import TORCHRUN_ARGS_ENV
 
     _check_run_args(args)
@@ -198,38 +275,11 @@ def cmd_run(args: argparse.Namespace) -> int:
         os.environ[TORCHRUN_ARGS_ENV] = torchrun  # the workers inherit it; the fingerprint records it
     remote = args.out if _is_url(args.out) else None
     if remote is not None:
-        from runformat.remote import default_stage, open_filesystem
+        from runformat.remote import open_filesystem
 
         open_filesystem(remote)  # a bad URL fails now, not after the run
-    pythons = args.python or [sys.executable]
-    labels = args.label or [None] * len(pythons)
-    envs: list[dict[str, str]] = [{} for _ in pythons]
-    for index, name, value in args.env:
-        envs[index][name] = value
-    options = RunOptions(
-        out=Path(args.stage) if args.stage else default_stage() if remote else Path(args.out or "runs"),
-        stacks=[Stack(python=p, label=l, env=tuple(sorted(e.items()))) for p, l, e in zip(pythons, labels, envs)],
-        suite=args.suite,
-        only=list(args.only),
-        processes=args.processes or 3,
-        device=args.device or "auto",
-        image=args.image,
-        time_budget=args.time_budget,
-        case_timeout=args.case_timeout,
-        data_dir=str(Path(args.data_dir).resolve()) if args.data_dir else None,
-        interleave=args.interleave,
-        argv=["collector", *sys.argv[1:]],
-        adaptive_s=args.adaptive,
-        max_processes=args.max_processes,
-    )
-    doctor_line = ""
-    if not args.no_doctor and args.resume is None:
-        from collector.doctor import WARN, run_checks, run_entries, verdict
-
-        checks = run_checks(out=options.out, suite=args.suite, data_dir=args.data_dir, with_torch=False)
-        options.run_entries.update(run_entries(checks))
-        warned = [c.name for c in checks if c.status == WARN]
-        doctor_line = f"collector: doctor: {verdict(checks)}" + (f" ({', '.join(warned)}; see `collector doctor`)" if warned else "")
+    options = _run_options(args, remote)
+    doctor_line = _doctor(args, options)
     resume = Path(args.resume) if args.resume else None
     if resume is not None and not resume.is_dir():
         raise CLIError(f"--resume {args.resume!r} is not a run folder")
@@ -263,6 +313,41 @@ def cmd_run(args: argparse.Namespace) -> int:
     for p in planned:
         print(p.writer.folder)
     return 0
+
+
+def _run_options(args: argparse.Namespace, remote: str | None) -> Any:
+    from collector.runner import RunOptions
+    from runformat.remote import default_stage
+
+    return RunOptions(
+        out=Path(args.stage) if args.stage else default_stage() if remote else Path(args.out or "runs"),
+        stacks=_stacks_from_args(args),
+        suite=args.suite,
+        only=list(args.only),
+        processes=args.processes or 3,
+        device=args.device or "auto",
+        image=args.image or os.environ.get("IMAGEBENCH_IMAGE"),  # an image stack records its own instead
+        time_budget=args.time_budget,
+        case_timeout=args.case_timeout,
+        data_dir=str(Path(args.data_dir).resolve()) if args.data_dir else None,
+        interleave=args.interleave,
+        argv=["collector", *sys.argv[1:]],
+        adaptive_s=args.adaptive,
+        max_processes=args.max_processes,
+        pull=args.pull,
+    )
+
+
+def _doctor(args: argparse.Namespace, options: Any) -> str:
+    """Run the pre-flight checks into the run's entries; the line to print once a run exists."""
+    if args.no_doctor or args.resume is not None:
+        return ""
+    from collector.doctor import WARN, run_checks, run_entries, verdict
+
+    checks = run_checks(out=options.out, suite=args.suite, data_dir=args.data_dir, with_torch=False)
+    options.run_entries.update(run_entries(checks))
+    warned = [c.name for c in checks if c.status == WARN]
+    return f"collector: doctor: {verdict(checks)}" + (f" ({', '.join(warned)}; see `collector doctor`)" if warned else "")
 
 
 def _check_resume_flags(args: argparse.Namespace, folder: Path) -> None:
@@ -373,17 +458,23 @@ def _fmt(value: float, unit: str) -> str:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
-    from collector.runner import RunError, RunOptions, Stack, plan_cases, probe
+    from collector.runner import RunError, RunOptions, check_stacks, plan_cases, probe
     from collector.suites import SUITES, default_suite
 
     if args.suite is not None and args.suite not in SUITES:
         raise CLIError(f"--suite {args.suite!r} is not a suite; choose one of: {', '.join(SUITES)}")
     import tempfile
 
-    options = RunOptions(out=Path("."), stacks=[], device=args.device)
+    if args.python is not None and args.stack is not None:
+        raise CLIError("give --stack or --python, not both")
+    spec = args.stack or f"python:{args.python or sys.executable}"
+    args_like = argparse.Namespace(stack=[(spec, "--python" if args.stack is None else "--stack")], label=[], env=[],
+                                   runtime_arg=[], interpreter=[])
+    options = RunOptions(out=Path("."), stacks=_stacks_from_args(args_like), device=args.device)
     with tempfile.TemporaryDirectory() as tmp:
         try:
-            device, _ = probe(Stack(args.python or sys.executable), options, Path(tmp) / "probe.log")
+            (launcher,) = check_stacks(options)
+            device, _ = probe(launcher, options, Path(tmp) / "probe.log")
             cases = plan_cases(args.suite or default_suite(device.type), device, list(args.only))
         except RunError as e:
             raise CLIError(str(e)) from None

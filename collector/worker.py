@@ -1,13 +1,16 @@
 """A worker process: imports the stack's torch and runs cases the parent sends it.
 
-The parent (``collector/runner.py``) talks to it over stdin/stdout, one JSON object per
-line; stdout is reserved for that protocol (anything a workload prints goes to stderr).
+The parent (``collector/run/worker_ipc.py``) talks to it over stdin/stdout, one JSON object
+per line; stdout is reserved for that protocol (anything a workload prints goes to stderr).
 Commands: ``probe`` (device facts and the fingerprint), ``run`` (one case), ``exit``.
-Run as ``python -m collector.worker`` under the interpreter of the stack under test.
+Run as ``python -m collector.worker`` under the interpreter of the stack under test, on
+the host or inside a container (``collector/stacks/``).
 
 On start the worker imports torch and answers ``ready`` before the first command, so a
-case's timeout never includes the import. It dies with its parent (Linux
-``PR_SET_PDEATHSIG``): a killed collector leaves no worker running a case. Fatal signals
+case's timeout never includes the import. Started by a host interpreter, it dies with its
+parent (Linux ``PR_SET_PDEATHSIG``): a killed collector leaves no worker running a case;
+inside a container it ends when its input does (the container runtime closes it when the
+collector's end of the pipe goes), and the collector removes the container. Fatal signals
 (segfault, abort) dump the Python stack to stderr through ``faulthandler``, and
 ``SIGUSR1`` dumps it on request (the parent asks before killing a case that hangs), so
 the parent can record where a case died.
@@ -27,10 +30,8 @@ import time
 import traceback
 from typing import IO, Any
 
-PROTOCOL_PREFIX = "@@imagebench "
-PARENT_PID_ENV = "IMAGEBENCH_PARENT_PID"
-PRELOAD_ENV = "IMAGEBENCH_PRELOAD"  # packages a worker imports before it says it is ready
-FORK_SERVER_ENV = "IMAGEBENCH_FORK_SERVER"  # "1": start the fork server the worker's cases fork from
+from collector.protocol import FORK_SERVER_ENV, PARENT_PID_ENV, PRELOAD_ENV, PROTOCOL_PREFIX
+
 # Units whose values must be positive (times, memory, rates); the reader rejects a run
 # holding a zero or negative one, so a case that records one fails here instead.
 POSITIVE_UNITS = ("s", "bytes", "items/s")
@@ -401,9 +402,9 @@ def _prepare(preload: str, fork_server: bool) -> dict[str, Any]:
     server = None
     if fork_server:
         # Started first: it imports torch and the model libraries on its own while this
-        # process does the same (``collector.workloads._models.fork_context``).
+        # process does the same (``collector.workloads._procs.fork_context``).
         try:
-            from collector.workloads._models import fork_context
+            from collector.workloads._procs import fork_context
 
             server = fork_context(start=not running)
             if not running:

@@ -19,6 +19,7 @@ from collector.workloads import DeviceInfo, Workload
 
 GATE_ENV = "IMAGEBENCH_TEST_GATE"
 HOSTILE_ENV = "IMAGEBENCH_TEST_HOSTILE"
+DIE_ENV = "IMAGEBENCH_TEST_DIE"  # "1": fault_die kills its worker (set with --env for one stack)
 
 
 def _record_a_time(ctx: Any, seconds: float = 0.002) -> None:
@@ -102,6 +103,17 @@ def run_exit(params: Mapping[str, Any], ctx: Any) -> None:
     raise SystemExit(3)
 
 
+def run_die(params: Mapping[str, Any], ctx: Any) -> None:
+    """Where ``IMAGEBENCH_TEST_DIE=1``: end the worker mid-case as the kernel's out-of-memory
+    killer does (SIGKILL) or as a crash does (exit code 3); elsewhere an ordinary case."""
+    if os.environ.get(DIE_ENV) == "1":
+        if params["how"] == "kill":
+            os.kill(os.getpid(), signal.SIGKILL)
+            time.sleep(5)
+        os._exit(3)
+    _record_a_time(ctx)
+
+
 def run_bad_value(params: Mapping[str, Any], ctx: Any) -> None:
     ctx.record("time", [float(params["value"])], iterations=1)
 
@@ -151,6 +163,7 @@ WORKLOADS = [
     _workload("fault_after_cuda_error", run_after_cuda_error, _cases({})),
     _workload("fault_gpu", run_gpu, _cases({"kind": "oom"}, {"kind": "assert"}, {"kind": "ok"})),
     _workload("fault_exit", run_exit, _cases({})),
+    _workload("fault_die", run_die, _cases({"how": "kill"}, {"how": "exit"})),
     _workload("fault_bad_value", run_bad_value, _cases({"value": "nan"}, {"value": "0"})),
     _workload("fault_ok", run_ok, _cases({"i": 0}, {"i": 1})),
     _workload("fault_gate", run_gate, _cases({"gate": 1}, {"gate": 2})),

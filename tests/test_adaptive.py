@@ -8,7 +8,10 @@ import shutil
 from pathlib import Path
 
 from runformat.archive import RunWriter, read_run
-from collector.runner import Planned, Runner, RunOptions, Stack, Task
+from collector.run.adaptive import compute_widths, replicate
+from collector.run.plan import plan_tasks
+from collector.run.schedule import Runner
+from collector.runner import Planned, RunOptions, Stack, Task
 from collector.workloads import Case, DeviceInfo
 
 WIDE = Case("matmul", {"n": 64, "dtype": "fp32"})
@@ -41,10 +44,10 @@ def fake_runner(tmp_path: Path, budget_cap: int = 4) -> Runner:
 
 def test_processes_go_to_the_widest_case_up_to_the_cap(tmp_path):
     runner = fake_runner(tmp_path)
-    runner.run(runner.tasks(set()))
-    before = runner.widths(0)
+    runner.run(plan_tasks(runner.planned, runner.options, set()))
+    before = compute_widths(runner.planned[0])
     assert before[WIDE.case_id][0] > 5 * before[TIGHT.case_id][0]
-    runner.replicate(budget_s=60)
+    replicate(runner, budget_s=60)
     procs: dict[str, set[int]] = {}
     for r in runner.planned[0].records:
         procs.setdefault(r.case_id, set()).add(r.process)
@@ -60,9 +63,9 @@ def test_processes_go_to_the_widest_case_up_to_the_cap(tmp_path):
 
 def test_no_time_left_adds_nothing(tmp_path):
     runner = fake_runner(tmp_path)
-    runner.run(runner.tasks(set()))
+    runner.run(plan_tasks(runner.planned, runner.options, set()))
     runner.worker_start_s = 100.0  # a worker would take longer to start than the budget allows
-    runner.replicate(budget_s=10)
+    replicate(runner, budget_s=10)
     assert len(runner.planned[0].records) == 4
     assert json.loads(runner.planned[0].run_entries["replication"])["added"] == {}
 
@@ -79,24 +82,25 @@ def test_workers_start_together_before_the_first_case_with_their_model_libraries
                       run_entries={"suite": "smoke"})
     options = RunOptions(out=tmp_path / "runs", stacks=[planned.stack], processes=2)
     runner = Runner(options, [planned], progress=False)
-    tasks = runner.tasks(set())
+    pool = runner.pool
+    tasks = plan_tasks(runner.planned, options, set())
     try:
-        runner.prestart(tasks)
-        assert set(runner.spares) == {(0, 0), (0, 1)}
-        spares = dict(runner.spares)
+        pool.prestart(tasks)
+        assert set(pool.spares) == {(0, 0), (0, 1)}
+        spares = dict(pool.spares)
         # Both started before either was waited for: their imports overlap.
         assert abs(spares[(0, 0)].started - spares[(0, 1)].started) < 1.0
         for task in (Task(0, 0, cases[0]), Task(0, 1, cases[0])):
             time.sleep(0.5)
-            worker = runner.worker_for(task)
+            worker = pool.worker_for(task)
             assert worker is spares[(task.stack_index, task.process)]
             assert worker.ready["preloaded"] == ["torchvision"]
-        assert not runner.spares
+        assert not pool.spares
         # What a worker took to start, not how long its spare waited for its turn.
         assert runner.worker_start_s == max(w.ready_at - w.started for w in spares.values())
     finally:
-        runner.kill_workers()
-        shutil.rmtree(runner.log_dir, ignore_errors=True)  # run() would have removed it
+        pool.kill_all()
+        shutil.rmtree(pool.log_dir, ignore_errors=True)  # run() would have removed it
 
 
 def test_a_model_library_that_does_not_import_is_left_to_its_cases(monkeypatch):
@@ -113,7 +117,7 @@ def test_workers_started_before_the_probe_are_prepared_for_their_planned_cases(t
     and whether their cases fork (only process 0 forks numerics' child, one process a case)."""
     import sys
 
-    from collector.runner import EarlyWorkers
+    from collector.run.pool import EarlyWorkers
 
     writer = RunWriter.create(tmp_path / "runs", "early")
     cases = [Case("inference", {"model": "resnet18", "batch": 1}), Case("numerics", {"model": "cnn-tiny"})]
@@ -123,20 +127,20 @@ def test_workers_started_before_the_probe_are_prepared_for_their_planned_cases(t
     early = EarlyWorkers.start(options)
     started = dict(early.workers)
     assert set(started) == {(0, 0), (0, 1)}
-    runner = Runner(options, [planned], progress=False, early=early)
+    pool = Runner(options, [planned], progress=False, early=early).pool
     try:
-        runner.prestart(runner.tasks(set()))
-        assert not runner.early and {k: id(w) for k, w in runner.spares.items()} == {k: id(w) for k, w in started.items()}
-        first = runner.worker_for(Task(0, 0, cases[0]))
+        pool.prestart(plan_tasks([planned], options, set()))
+        assert not pool.early and {k: id(w) for k, w in pool.spares.items()} == {k: id(w) for k, w in started.items()}
+        first = pool.worker_for(Task(0, 0, cases[0]))
         assert first is started[(0, 0)]
         assert first.ready["preloaded"] == ["torchvision"] and isinstance(first.ready["fork_server"], int)
-        second = runner.worker_for(Task(0, 1, cases[0]))
+        second = pool.worker_for(Task(0, 1, cases[0]))
         assert second.ready["preloaded"] == ["torchvision"] and second.ready["fork_server"] is None
         # Ready means prepared: the start-up time counts the model libraries' import too.
         assert first.ready_at is not None and first.ready_at - first.started > 0
     finally:
-        runner.kill_workers()
-        shutil.rmtree(runner.log_dir, ignore_errors=True)  # run() would have removed it
+        pool.kill_all()
+        shutil.rmtree(pool.log_dir, ignore_errors=True)  # run() would have removed it
     assert all(w.proc.poll() is not None for w in started.values())
 
 
@@ -144,7 +148,7 @@ def test_early_workers_guess_their_packages_and_fork_server_from_the_suite(tmp_p
     """``speculated``: the cases planned without the device, for each type --device allows."""
     import sys
 
-    from collector.runner import speculated
+    from collector.run.plan import speculated
 
     def guess(**kw):
         return speculated(RunOptions(out=tmp_path, stacks=[Stack(sys.executable)], **kw))
@@ -165,7 +169,8 @@ def test_a_fork_server_started_on_a_guess_is_replaced_or_stopped_when_prepared(t
     import sys
 
     from collector import worker as worker_module
-    from collector.runner import Worker
+    from collector.run.worker_ipc import Worker
+    from collector.stacks.python import PythonLauncher
 
     def alive(pid):
         try:
@@ -180,9 +185,10 @@ def test_a_fork_server_started_on_a_guess_is_replaced_or_stopped_when_prepared(t
         assert reply["event"] == "prepared" and "error" not in reply
         return reply
 
-    env = {**os.environ, worker_module.FORK_SERVER_ENV: "1"}
-    first = Worker(sys.executable, tmp_path / "a.log", env=env, preload=("json",))
-    second = Worker(sys.executable, tmp_path / "b.log", env=env, preload=("json",))
+    env = {worker_module.FORK_SERVER_ENV: "1"}
+    launcher = PythonLauncher(Stack(sys.executable))
+    first = Worker(launcher, tmp_path / "a.log", env=env, preload=("json",))
+    second = Worker(launcher, tmp_path / "b.log", env=env, preload=("json",))
     try:
         first.wait_ready(120)
         second.wait_ready(120)
@@ -205,7 +211,8 @@ def test_a_fork_server_started_on_a_guess_is_replaced_or_stopped_when_prepared(t
 
 
 def test_early_workers_of_a_run_that_never_starts_are_stopped(tmp_path):
-    from collector.runner import EarlyWorkers, RunError, execute
+    from collector.run.pool import EarlyWorkers
+    from collector.runner import RunError, execute
 
     options = RunOptions(out=tmp_path / "runs", stacks=[Stack("/no/such/python")], processes=2)
     early = EarlyWorkers.start(options)

@@ -22,7 +22,7 @@ from runformat.archive import read_table
         (["--processes", "0"], "--processes: must be a whole number at least 1, not '0'"),
         (["--out", "/proc/imagebench-cannot-write-here"], "--out: cannot create output folder /proc/imagebench-cannot-write-here"),
         (["--python", "/nonexistent/python"], "--python '/nonexistent/python' is not an executable file"),
-        (["--interleave"], "--interleave needs at least two --python stacks"),
+        (["--interleave"], "--interleave needs at least two stacks (--stack or --python), not 0"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(run_cli, tmp_path, args, message):

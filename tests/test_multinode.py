@@ -14,7 +14,7 @@ import pytest
 from runformat import schema as s
 from runformat.archive import read_table
 from collector.suites import SUITES
-from collector.workloads._models import free_port
+from collector.workloads._procs import free_port
 
 from conftest import ROOT
 

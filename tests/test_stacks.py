@@ -82,14 +82,14 @@ def test_a_python_without_torch_is_a_clear_error(run_cli, tmp_path):
 
 def test_interleave_plan_alternates_the_order_between_rounds():
     """Runner.tasks: per round (process index), case by case, A B in even rounds and B A in odd ones."""
-    from collector.runner import Planned, RunOptions, Runner, Stack
+    from collector.run.plan import plan_tasks
+    from collector.runner import Planned, RunOptions, Stack
     from collector.workloads import Case
 
     cases = [Case("matmul", {"n": 64, "dtype": "fp32"}), Case("matmul", {"n": 128, "dtype": "fp32"})]
     stacks = [Stack("python-a", "a"), Stack("python-b", "b")]
     planned = [Planned(st, None, [], None, cases) for st in stacks]  # planning reads only the cases
-    runner = Runner(RunOptions(out=Path("."), stacks=stacks, processes=3, interleave=True), planned, progress=False)
-    tasks = runner.tasks(set())
+    tasks = plan_tasks(planned, RunOptions(out=Path("."), stacks=stacks, processes=3, interleave=True), set())
     assert len(tasks) == 2 * 3 * 2
     seen = [(t.process, t.stack_index, t.position) for t in tasks]
     for i in range(0, len(seen), 2):
@@ -97,7 +97,5 @@ def test_interleave_plan_alternates_the_order_between_rounds():
         assert p1 == p2 and (pos1, pos2) == (0, 1)
         assert (s1, s2) == ((0, 1) if p1 % 2 == 0 else (1, 0))
     assert [t.process for t in tasks] == sorted(t.process for t in tasks)
-    plain_runner = Runner(RunOptions(out=Path("."), stacks=stacks, processes=3), planned, progress=False)
-    assert all(t.position is None for t in plain_runner.tasks(set()))
-    for r in (runner, plain_runner):
-        r.log_dir.rmdir()  # created empty for worker logs; no worker ran
+    plain = plan_tasks(planned, RunOptions(out=Path("."), stacks=stacks, processes=3), set())
+    assert all(t.position is None for t in plain)

@@ -9,7 +9,7 @@ import pytest
 from collector.context import SkipCase
 from collector.suites import SUITES
 from collector.workloads import registry
-from collector.workloads._models import ChildFailed, run_child, run_forked
+from collector.workloads._procs import ChildFailed, run_child, run_forked
 
 from workload_support import INFO, make_ctx, recorded  # noqa: E402
 

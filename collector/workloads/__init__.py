@@ -89,7 +89,7 @@ class Workload:
         max_processes: run in at most this many worker processes (``None``: all), for
             expensive one-off measurements; what they record says so via the case rows.
         fork_server: its cases start processes from the worker's fork server
-            (``_models.fork_context``), which a worker that will run them starts while it
+            (``_procs.fork_context``), which a worker that will run them starts while it
             starts, so that the server's imports overlap the other workers' start.
         title_zh, method_zh: the Chinese title and paragraph.
     """

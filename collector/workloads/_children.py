@@ -8,8 +8,8 @@
 * ``numerics``: a fixed-seed model trained with deterministic algorithms, reporting the loss
   at every step and a checksum of the trained model's output.
 
-Each prints one result line for ``_models.run_child``, or, forked from the worker's fork
-server (``forked_main``), sends it to ``_models.run_forked``. ``concurrent_task`` is the
+Each prints one result line for ``_procs.run_child``, or, forked from the worker's fork
+server (``forked_main``), sends it to ``_procs.run_forked``. ``concurrent_task`` is the
 multiprocessing target of the concurrent_inference workload (started from that fork server).
 """
 
@@ -23,7 +23,7 @@ import time
 from types import SimpleNamespace
 from typing import Any
 
-from collector.workloads._models import print_result
+from collector.protocol import print_result
 
 
 def is_oom(e: BaseException) -> bool:
@@ -270,7 +270,7 @@ def concurrent_task(index: int, spec: dict[str, Any], ready: Any, results: Any, 
         results.put((index, {"error": describe(e)}))
 
 
-# -- forked from the fork server (``_models.run_forked``) ---------------------------------------
+# -- forked from the fork server (``_procs.run_forked``) ---------------------------------------
 def forked_main(argv: list[str], env: dict[str, str | None], conn: Any) -> None:
     """Run one mode as ``main`` would, in a process forked from the fork server.
 

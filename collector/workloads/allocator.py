@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from collector.workloads import DeviceInfo, Workload
-from collector.workloads._models import at_least, run_child, run_forked, tier
+from collector.workloads._models import at_least, tier
+from collector.workloads._procs import run_child, run_forked
 
 ALLOC_CONF = {"default": None, "expandable_segments": "expandable_segments:True"}
 

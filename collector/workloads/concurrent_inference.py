@@ -7,7 +7,8 @@ import time
 from typing import Any, Mapping
 
 from collector.workloads import DeviceInfo, Workload
-from collector.workloads._models import at_least, fork_context, require, tier
+from collector.workloads._models import at_least, require, tier
+from collector.workloads._procs import fork_context
 
 WINDOW_S = 0.5  # throughput is summed over all tasks per window of this length
 READY_TIMEOUT_S = 300.0  # a task builds its model and warms up (the first also waits for the fork server's imports)
@@ -33,7 +34,7 @@ def task_context() -> Any:
     """The multiprocessing context that starts the tasks: the worker's fork server where there is one.
 
     Spawned tasks each imported torch and torchvision anew: seconds per task, paid again in
-    every case. Forked from the fork server (``_models.fork_context``), a task starts with
+    every case. Forked from the fork server (``_procs.fork_context``), a task starts with
     them imported and initialises CUDA itself, as a spawned one would. Falls back to spawn
     where fork servers do not exist.
     """

@@ -6,7 +6,8 @@ import math
 from typing import Any, Callable, Mapping
 
 from collector.workloads import DeviceInfo, Workload
-from collector.workloads._models import ChildFailed, at_least, require_model, run_forked, tier
+from collector.workloads._models import at_least, require_model, tier
+from collector.workloads._procs import ChildFailed, run_forked
 
 
 def cases(suite: str, device: DeviceInfo) -> list[dict[str, Any]]:

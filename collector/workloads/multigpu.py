@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from collector.workloads import DeviceInfo, Workload
-from collector.workloads._models import child_env, cudnn_default, free_port, image_training, require, tier
+from collector.workloads._models import cudnn_default, image_training, require, tier
+from collector.workloads._procs import child_env, free_port
 
 DDP_SCRIPT = Path(__file__).with_name("_ddp.py")
 # torchrun arguments for the multi-node cases, set by `collector run --nnodes ...` (or by hand):

@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from collector.workloads import DeviceInfo, Workload
-from collector.workloads._models import check_precision, run_forked, tier
+from collector.workloads._models import check_precision, tier
+from collector.workloads._procs import run_forked
 
 STEPS = {"tiny": 5, "small": 20, "quick": 50, "standard": 100, "full": 200}
 
