@@ -214,7 +214,7 @@ def test_a_built_site_has_the_same_search_index_with_the_hook(tmp_path) -> None:
     (docs / "other.md").write_text('# Other\n\nText *with* `code`.\n\n<div data-search-exclude markdown>\n\nhidden\n\n</div>\n\n'
                                    "## Second\n\n- a\n- b\n", encoding="utf-8")
     index = {}
-    for name, hooks in (("plain", []), ("hooked", [str(ROOT / "reporter" / "search_speed.py")])):
+    for name, hooks in (("plain", []), ("hooked", [str(ROOT / "reporter" / "site" / "search_speed.py")])):
         config = {"site_name": "t", "docs_dir": str(docs), "site_dir": str(tmp_path / name), "theme": {"name": "material", "language": "zh"},
                   "plugins": ["search"], "markdown_extensions": ["tables", "md_in_html", {"toc": {"permalink": True}}], "hooks": hooks}
         path = tmp_path / f"{name}.yml"
