@@ -58,7 +58,7 @@ def test_only_the_worker_processes_that_run_forking_cases_start_a_fork_server(mo
     import sys
 
     from collector import worker
-    from collector.runner import forks_in
+    from collector.run.plan import forks_in
 
     assert forks_in("numerics", 0) and forks_in("concurrent_inference", 0) and forks_in("max_batch", 0)
     assert not forks_in("numerics", 1)  # one worker process measures it

@@ -44,7 +44,6 @@ def task_context() -> Any:
 
 
 def run(params: Mapping[str, Any], ctx: Any) -> None:
-
     from runformat.schema import TIMING_WALL
     from collector.workloads._children import concurrent_task
 
@@ -69,6 +68,29 @@ def run(params: Mapping[str, Any], ctx: Any) -> None:
     procs = [mp.Process(target=concurrent_task, args=(i, spec, ready, results, go, start_at), daemon=True) for i in range(n)]
     for p in procs:
         p.start()
+    errors, outcomes = _gather(procs, ready, results, go, start_at, duration)
+    for i, p in enumerate(procs):
+        if i not in errors and (i not in outcomes or outcomes[i].get("error")):
+            errors[i] = (outcomes.get(i) or {}).get("error") or f"task exited with code {p.exitcode} without a result"
+    ok = [o for i, o in sorted(outcomes.items()) if i not in errors]
+    ctx.record("tasks_ok", [len(ok)])
+    ctx.set_timing(TIMING_WALL)
+    ctx.set_work(items=params["batch"], items_unit="images")
+    if errors:
+        ctx.note("; ".join(f"task {i}: {e}" for i, e in sorted(errors.items())))
+    if not ok:
+        return
+    _record_throughput(ctx, [t for o in ok for t in o["completions"]], duration, params["batch"])
+    if cuda:
+        ctx.record("peak_allocated", [o["peak_allocated"] for o in ok])
+        ctx.record("peak_reserved", [o["peak_reserved"] for o in ok])
+
+
+def _gather(procs: list[Any], ready: Any, results: Any, go: Any, start_at: Any,
+            duration: float) -> tuple[dict[int, str], dict[int, dict[str, Any]]]:
+    """Wait for the tasks to be ready, start them at one instant, collect what they report:
+    (errors by task, outcomes by task). Every task is joined (or killed) before returning."""
+    n = len(procs)
     errors: dict[int, str] = {}
     outcomes: dict[int, dict[str, Any]] = {}
     try:
@@ -105,36 +127,26 @@ def run(params: Mapping[str, Any], ctx: Any) -> None:
             if p.is_alive():
                 p.kill()
                 p.join(timeout=5)
-    for i, p in enumerate(procs):
-        if i not in errors and (i not in outcomes or outcomes[i].get("error")):
-            errors[i] = (outcomes.get(i) or {}).get("error") or f"task exited with code {p.exitcode} without a result"
-    ok = [o for i, o in sorted(outcomes.items()) if i not in errors]
-    ctx.record("tasks_ok", [len(ok)])
-    ctx.set_timing(TIMING_WALL)
-    ctx.set_work(items=params["batch"], items_unit="images")
-    if errors:
-        ctx.note("; ".join(f"task {i}: {e}" for i, e in sorted(errors.items())))
-    if not ok:
-        return
-    completions = [t for o in ok for t in o["completions"]]
+    return errors, outcomes
+
+
+def _record_throughput(ctx: Any, completions: list[float], duration: float, batch: int) -> None:
+    """Images a second in windows of about ``WINDOW_S`` over the tasks' completion times."""
     if not completions:
         ctx.note(f"no request finished within the {duration:g} s: throughput not recorded")
-    else:
-        # Requests slower than a window would leave empty windows (a throughput of 0 that is an
-        # artefact of the window): widen the windows until every one holds a completion.
-        windows = max(1, int(round(duration / WINDOW_S)))
-        while True:
-            width = duration / windows
-            images = [0] * windows
-            for t in completions:
-                images[min(windows - 1, int(t / width))] += params["batch"]
-            if min(images) > 0 or windows == 1:
-                break
-            windows -= 1
-        ctx.record("throughput", [count / width for count in images])
-    if cuda:
-        ctx.record("peak_allocated", [o["peak_allocated"] for o in ok])
-        ctx.record("peak_reserved", [o["peak_reserved"] for o in ok])
+        return
+    # Requests slower than a window would leave empty windows (a throughput of 0 that is an
+    # artefact of the window): widen the windows until every one holds a completion.
+    windows = max(1, int(round(duration / WINDOW_S)))
+    while True:
+        width = duration / windows
+        images = [0] * windows
+        for t in completions:
+            images[min(windows - 1, int(t / width))] += batch
+        if min(images) > 0 or windows == 1:
+            break
+        windows -= 1
+    ctx.record("throughput", [count / width for count in images])
 
 
 WORKLOAD = Workload(
