@@ -207,6 +207,38 @@ def test_a_container_killed_or_exiting_mid_case_fails_that_case_only(fake):
     assert fake_runtime.containers(fake.state) == []
 
 
+def test_a_docker_run_resumes_in_its_own_image_with_its_own_settings(fake):
+    fake.install(images={IMAGE_A: fake_runtime.image(IMAGE_A)})
+    first = fake.run("--stack", f"docker:{IMAGE_A}", "--env", "IMAGEBENCH_TEST_NOTE=kept", "--runtime-arg=--network=host",
+                     "--device", "cpu", "--suite", "smoke", "--only", "fault_ok[i=0]", "--processes", "1", "--no-doctor")
+    assert first.returncode == 0, first.stderr
+    (folder,) = folders(first)
+    (folder / s.SAMPLES_FILE).unlink()  # its ok attempt lost its samples: measured again on resume
+    before = len(fake.calls("docker", "run"))
+    resumed = fake.run("--resume", str(folder), "--no-doctor")
+    assert resumed.returncode == 0, resumed.stderr
+    again = fake.calls("docker", "run")[before:]
+    assert again and all(IMAGE_A in c["argv"] and "--network=host" in c["argv"] and "--gpus=all" not in c["argv"]
+                         for c in again)
+    assert all(c["env"].get("IMAGEBENCH_TEST_NOTE") == "kept" for c in again)
+    env = environment(folder)
+    assert env[("run", "resumes")] == "1" and env[("run", "status")] == "complete"
+    assert {r["status"] for r in cases(folder)} == {"ok"}
+    fake.install(images={IMAGE_A: fake_runtime.image(IMAGE_A, "ff" * 32)})  # the tag now names another image
+    (folder / s.SAMPLES_FILE).unlink()
+    refused = fake.run("--resume", str(folder), "--no-doctor")
+    assert refused.returncode == 2 and "container.image_id" in refused.stderr and "another stack or machine" in refused.stderr
+
+
+def test_list_asks_the_image_for_its_cases(fake, run_cli):
+    fake.install(images={IMAGE_A: fake_runtime.image(IMAGE_A)})
+    result = run_cli("collector", "list", "--stack", f"docker:{IMAGE_A}", "--suite", "smoke", "--only", "fault_ok",
+                     "--json", env=fake.env, timeout=300)
+    assert result.returncode == 0, result.stderr
+    assert [c["case_id"] for c in json.loads(result.stdout)] == ["fault_ok[i=0]", "fault_ok[i=1]"]
+    assert len(fake.calls("docker", "run")) == 1 and fake_runtime.containers(fake.state) == []
+
+
 @pytest.mark.parametrize("config, args, parts", [
     ({"images": {}}, [f"docker:{IMAGE_A}"],
      ["--stack docker:pytorch/pytorch:2.9.0-cuda12.4: the image is not on this host (Error response from daemon: No such image",

@@ -53,6 +53,7 @@ def probe(launcher: Launcher, options: RunOptions, log_path: Path) -> tuple[Devi
         worker.kill()
         raise
     worker.close()
+    launcher.close()  # its container removed before the run goes on (or ``collector list`` exits)
     if reply.get("event") == "error":
         error = str(reply["error"])
         if error.startswith("ValueError: "):

@@ -54,7 +54,7 @@ def keep_attempt(planned: Planned, task: Task, result: dict[str, Any], started: 
     ``started`` stands in for a start time the result lacks (a worker that died).
     """
     case = task.case
-    status, error = result.get("status"), clean_text(result.get("error"))
+    status, error = result.get("status"), _clean_text(result.get("error"))
     try:
         samples = [SampleRecord(case_id=case.case_id, process=task.process, **s) for s in result.get("samples") or []]
         problem = _invalid_samples(samples, planned.writer)
@@ -80,11 +80,11 @@ def keep_attempt(planned: Planned, task: Task, result: dict[str, Any], started: 
         flops=finite_or_none(_number(result.get("flops"), None)),
         bytes=finite_or_none(_number(result.get("bytes"), None)),
         items=finite_or_none(_number(result.get("items"), None)),
-        items_unit=clean_text(result.get("items_unit")),
+        items_unit=_clean_text(result.get("items_unit")),
         family=registry()[case.workload].family if case.workload in registry() else None,
         round=task.process if task.position is not None else None,
         position=task.position,
-        settings=clean_text(result.get("settings")) if status == STATUS_OK else None,
+        settings=_clean_text(result.get("settings")) if status == STATUS_OK else None,
     )
     gpu_rows = _gpu_rows(result.get("gpu_state"), case.case_id, task.process, planned.writer) if status == STATUS_OK else []
     # Swap the lists in whole, so a signal arriving here sees either the old state or
@@ -100,7 +100,7 @@ def write_attempt(planned: Planned, attempt: Attempt) -> None:
     planned.writer.write_attempt([attempt.record], attempt.samples, attempt.gpu_rows)
 
 
-def clean_text(value: Any) -> str | None:
+def _clean_text(value: Any) -> str | None:
     """A string that Parquet can store (lone surrogates and NULs from a worker replaced)."""
     if value is None:
         return None
@@ -141,6 +141,7 @@ def _invalid_samples(samples: list[SampleRecord], writer: RunWriter) -> str | No
 
 
 def environment_rows(planned: Planned, status: str) -> list[EnvironmentEntry]:
+    """The run's environment table: the fingerprint, then the run section with ``status``."""
     rows = [e for e in planned.fingerprint if e.section != "run"]
     entries = dict(planned.run_entries)
     entries["status"] = status
@@ -152,6 +153,8 @@ def environment_rows(planned: Planned, status: str) -> list[EnvironmentEntry]:
 
 
 def finish(planned: list[Planned], status: str) -> None:
+    """Fold each run's part files into its files and write its final status; a disk that
+    fails the fold marks the run interrupted (its parts keep every attempt) and is raised."""
     failure: ArchiveError | None = None
     for p in planned:
         try:

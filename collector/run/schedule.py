@@ -164,6 +164,3 @@ class Runner:
             self.record(task, self._failure(STATUS_INTERRUPTED, "the run was interrupted while this case ran"))
         for p in self.planned:
             p.writer.compact()
-
-    def kill_workers(self) -> None:
-        self.pool.kill_all()
