@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import sys
 from typing import Any
 
@@ -13,10 +14,18 @@ from reporter.model.compare import compare_labels
 from reporter.errors import ReporterError
 from reporter.data.load import load_archive
 from reporter.options import FOLDER, PERCENT, RUNS, one_line
-from reporter.present.tables import FORMATS, RENDERERS, render_comparison_table, render_problems, render_runs_table, runs_records
+from reporter.present.terminal_table import (
+    FAIL_ON_FORMS, FailOn, build_report, check_fail_on, parse_fail_on, render_markdown_report, render_runs_text,
+    render_text,
+)
+from reporter.present.tables import RENDERERS, render_problems, runs_cells, runs_records
 from reporter.present.terminal import inert, inert_json
 
 EXIT_BAD_INPUT = 2
+EXIT_GATE = 1  # --fail-on: a case got worse
+# `text` is what a person reads; `table` is its former name, still accepted.
+FORMATS = ("text", "markdown", "csv", "json", "table")
+DEFAULT_WIDTH = 100  # a pipe or a CI log with no COLUMNS
 
 
 class ReporterGroup(click.Group):
@@ -49,9 +58,29 @@ class ReporterGroup(click.Group):
 
 
 def _console(stderr: bool = False) -> Console:
-    # Piped output keeps whole rows rather than wrapping at rich's default of 80 columns.
     file = sys.stderr if stderr else sys.stdout
     return Console(file=file, width=None if file.isatty() else 200, soft_wrap=False)
+
+
+def _width(width: int | None) -> int:
+    """``--width``, else COLUMNS, else the terminal's width, else ``DEFAULT_WIDTH`` (a pipe)."""
+    if width:
+        return width
+    return shutil.get_terminal_size((DEFAULT_WIDTH, 24)).columns
+
+
+def _color() -> bool:
+    return sys.stdout.isatty() and "NO_COLOR" not in os.environ and os.environ.get("TERM") != "dumb"
+
+
+def _fail_on(ctx: click.Context, param: click.Parameter, values: tuple[str, ...]) -> list[FailOn]:
+    rules = []
+    for value in values:
+        try:
+            rules.append(parse_fail_on(value))
+        except ValueError as e:
+            raise click.BadParameter(str(e), ctx=ctx, param=param) from None
+    return rules
 
 
 runs_option = click.option(
@@ -71,11 +100,22 @@ def cli() -> None:
     """Statistics and comparisons of recorded imagebench runs."""
 
 
+width_option = click.option("--width", type=click.IntRange(40, 1000), default=None, metavar="COLUMNS",
+                            help=f"Width of text output (default: COLUMNS, the terminal's, or {DEFAULT_WIDTH} in a pipe).")
+
+
 @cli.command("compare")
 @click.argument("baseline")
 @click.argument("candidate")
 @runs_option
-@click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True, help="Output format.")
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="text", show_default=True,
+              help="text (for a terminal; `table` is its old name), markdown (GitHub: a pull-request comment or a CI "
+                   "job summary), csv or json (every row, numbers at full precision).")
+@click.option("--details", is_flag=True, help="Every row, with p (adj.), processes, MDE and notes, as the site's data tables.")
+@click.option("--fail-on", "fail_on", multiple=True, callback=_fail_on, metavar="RULE",
+              help=f"Exit 1 when a case is called worse: {FAIL_ON_FORMS} (repeatable). The last line says why.")
+@width_option
+@click.option("--lang", type=click.Choice(["en", "zh"]), default="en", show_default=True, help="Language of text and markdown.")
 @click.option("--noise", type=PERCENT, default=1.0, show_default=True, callback=_percent, metavar="PCT",
               help="Noise band in percent: better/worse needs the whole CI beyond it.")
 @click.option("--single-band", type=PERCENT, default=10.0, show_default=True, callback=_percent, metavar="PCT",
@@ -84,37 +124,85 @@ def cli() -> None:
               help="Multiple-comparison correction across the rows: bh (false discovery rate) or holm (family-wise).")
 @strict_option
 def compare_command(
-    baseline: str, candidate: str, runs_dir: str, fmt: str, noise: float, single_band: float, correction: str, strict: bool
+    baseline: str, candidate: str, runs_dir: str, fmt: str, details: bool, fail_on: list[FailOn], width: int | None,
+    lang: str, noise: float, single_band: float, correction: str, strict: bool,
 ) -> None:
     """Compare CANDIDATE with BASELINE (each LABEL, or LABEL@RUN_ID for one run; a unique id prefix will do).
 
+    The figures are the site's article's: its case labels, rows, headline and verdicts.
     A ratio above 1 means the candidate is better. Worker processes, not samples, are
-    the unit of replication.
+    the unit of replication. Exit 0; 1 when a --fail-on rule fails; 2 for bad input.
     """
+    from reporter.article.compute import compute_article
+    from reporter.article.config import ComparisonSpec
+    from reporter.present.messages import catalogue
+    from reporter.present.views import load_workloads
+
     archive = load_archive(runs_dir, strict=strict)
     render_problems(archive, _console(stderr=True))  # first: they may be why a label is missing
     comparison = compare_labels(archive, baseline, candidate, noise=noise, single_band=single_band, correction=correction)
-    if fmt == "table":
-        render_comparison_table(comparison, _console())
+    article = None
+    if fmt in ("text", "table", "markdown") or fail_on:
+        workloads = load_workloads()
+        spec = ComparisonSpec(baseline, candidate, noise=noise, single_band=single_band, correction=correction)
+        article = compute_article(archive, spec, comparison=comparison, lang=lang,
+                                  families={k: w.family for k, w in workloads.items()},
+                                  titles={k: w.title_in(lang) for k, w in workloads.items()})
+    t = catalogue(lang)
+    if fmt in ("text", "table"):
+        click.echo(render_text(build_report(article, comparison, t, details=details), _width(width), color=_color()),
+                   nl=False)
+    elif fmt == "markdown":
+        report = build_report(article, comparison, t)
+        click.echo(render_markdown_report(report, build_report(article, comparison, t, details=True)), nl=False)
     else:
         text = RENDERERS[fmt](comparison)
         click.echo(inert_json(text) if fmt == "json" else inert(text, keep_newlines=True), nl=False)
+    if fail_on:
+        failed, lines = check_fail_on(fail_on, article, t)
+        lines.sort(key=lambda line: line.startswith(("FAIL", "失败")))  # why it failed: the last line
+        stream_err = fmt in ("csv", "json")  # keep the data on stdout parseable
+        if fmt == "markdown":
+            click.echo("")
+        for line in lines:
+            click.echo(inert(line) + ("  " if fmt == "markdown" else ""), err=stream_err)
+        if failed:
+            sys.stdout.flush()
+            raise SystemExit(EXIT_GATE)
 
 
 @cli.command("runs")
 @runs_option
-@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True, help="Output format.")
+@click.option("--format", "fmt", type=click.Choice(["text", "json", "table"]), default="text", show_default=True,
+              help="text (for a terminal; `table` is its old name) or json.")
+@width_option
 @strict_option
-def runs_command(runs_dir: str, fmt: str, strict: bool) -> None:
-    """List the archive's runs (label, run id, date, device, torch, CUDA, cases) and every invalid run."""
+def runs_command(runs_dir: str, fmt: str, width: int | None, strict: bool) -> None:
+    """List the archive's runs (label, run id, status, date, cases, device, torch, CUDA) and every invalid run.
+
+    Run ids are never cut; a narrow terminal leaves out columns from the right instead.
+    """
+    from reporter.present.messages import catalogue
+
     archive = load_archive(runs_dir, strict=strict)
     if fmt == "json":
         import json
 
         problems = [{"path": p.path, "reason": p.reason} for p in archive.problems]
         click.echo(inert_json(json.dumps({"runs": runs_records(archive), "problems": problems}, indent=2, allow_nan=False)))
+        return
+    t = catalogue("en")
+    if archive.runs.empty:
+        click.echo(inert(f"No valid runs under {archive.root}."))
     else:
-        render_runs_table(archive, _console())
+        w = _width(width)
+        text, left_out = render_runs_text(runs_cells(archive), w)
+        click.echo(text, nl=False)
+        click.echo(inert(t.plain("cli.runs_count", runs=len(archive.runs), labels=len(archive.labels()), root=archive.root)))
+        if left_out:
+            click.echo(t.plain("cli.runs_left_out", width=w, columns=", ".join(left_out)))
+        click.echo(t.plain("cli.runs_compare"))
+    render_problems(archive, _console())
 
 
 from reporter.site.build import build_command; cli.add_command(build_command)  # noqa: E402,E702 - `reporter build`: the published site

@@ -1,11 +1,12 @@
-"""One table model for every page and format, and the CLI renderings of comparisons and runs.
+"""One table model for every page and format, and the CLI's machine formats of comparisons and runs.
 
 A ``Table`` is columns (a title, a cell *kind*, an alignment) and rows of raw values; a
 renderer draws it through *format hooks*, one function per kind that turns a raw value
 into text (as hyperfine's ``markup.rs`` serves every format with row and divider hooks).
-The site's Markdown renderer (``render_markdown``, hooks in ``reporter.present.render``), the
-terminal (rich) and the CLI's Markdown all draw the same model; CSV and JSON serialise
-``comparison_records``, which keeps numbers as numbers. Nothing here computes a statistic.
+The site's Markdown renderer (``render_markdown``, hooks in ``reporter.present.render``) and
+the CLI's Markdown (``reporter.present.terminal_table``) draw the same model; CSV and JSON
+serialise ``comparison_records``, which keeps numbers as numbers. Nothing here computes a
+statistic.
 
 CSS hook for the site: a table with a ``css`` class is written inside
 ``<div class="ib-table {css}" markdown>`` (the ``md_in_html`` extension), so
@@ -22,17 +23,14 @@ import io
 import json
 import math
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Mapping
 
 import pandas as pd
 from rich.console import Console
-from rich.table import Table as RichTable
-from rich.text import Text
 
 from runformat.schema import METRICS
 from reporter.model.compare import Comparison
 from reporter.data.load import Archive
-from reporter.model.stats import VERDICT_BETTER, VERDICT_INCONCLUSIVE, VERDICT_WORSE
 from reporter.present.terminal import inert
 
 
@@ -79,155 +77,8 @@ def render_markdown(table: Table, hooks: Mapping[str, Hook], *, title: Hook = st
     return f'<div class="ib-table {table.css}" markdown>\n\n{body}\n\n</div>'
 
 
-def render_rich(table: Table, hooks: Mapping[str, Hook], console: Console, *,
-                styles: Callable[[Column, str], str] = lambda c, v: "") -> None:
-    """The same table in the terminal."""
-    out = RichTable(show_edge=False, header_style="bold", pad_edge=False)
-    for c in table.columns:
-        out.add_column(Text(inert(str(c.title))), justify="right" if c.right else "left", no_wrap=c.kind != "verdict")
-    for row in render_cells(table, hooks):
-        if len(row) == 1 or all(not x for x in row[1:]):
-            out.add_row(Text(inert(row[0]), style="bold cyan"))
-            continue
-        out.add_row(*(Text(inert(v), style=styles(c, v)) for c, v in zip(table.columns, row)))
-    console.print(out)
-
-
-FORMATS = ("table", "markdown", "csv", "json")
 UNMATCHED = "unmatched"
-_VERDICT_STYLE = {VERDICT_BETTER: "bold green", VERDICT_WORSE: "bold red", VERDICT_INCONCLUSIVE: "yellow"}
-_SCALES = {
-    "s": ((1.0, "s"), (1e-3, "ms"), (1e-6, "µs"), (1e-9, "ns")),
-    "bytes": ((2.0**40, "TiB"), (2.0**30, "GiB"), (2.0**20, "MiB"), (2.0**10, "KiB"), (1.0, "B")),
-    "items/s": ((1e9, "G items/s"), (1e6, "M items/s"), (1e3, "k items/s"), (1.0, "items/s")),
-}
-
-
-def format_value(value: float, unit: str) -> str:
-    """A value with its unit, scaled for reading: ``1.23 ms``, ``2.00 GiB``, ``4.1 k/s``."""
-    if value is None or not math.isfinite(value):
-        return "–"
-    for scale, name in _SCALES.get(unit, ()):
-        if abs(value) >= scale or scale == _SCALES[unit][-1][0]:
-            return f"{_sig(value / scale)} {name}"
-    if unit == "%":
-        return f"{_sig(value)}%"
-    if unit in ("count", "1"):
-        return f"{value:g}"
-    return f"{_sig(value)} {unit}"
-
-
-def _sig(x: float, digits: int = 3) -> str:
-    if x == 0:
-        return "0"
-    decimals = max(0, digits - 1 - int(math.floor(math.log10(abs(x)))))
-    return f"{x:.{decimals}f}"
-
-
-def _ratio(x: float) -> str:
-    return "–" if x is None or not math.isfinite(x) else f"{x:.3f}×"
-
-
-def _pvalue(p: float) -> str:
-    if p is None or not math.isfinite(p):
-        return "–"
-    return "<0.001" if p < 0.001 else f"{p:.3f}"
-
-
-def _spread(median: float, low: float, high: float) -> str:
-    """The CI as ± the larger distance from the median, in percent (benchstat's style)."""
-    if not all(map(math.isfinite, (median, low, high))) or median == 0:
-        return ""
-    half = max(abs(high - median), abs(median - low)) / abs(median)
-    return f" ±{half * 100:.1f}%" if half >= 0.0005 else " ±0%"
-
-
 # ---------------------------------------------------------------------- comparison
-
-
-_PLAIN_HOOKS: dict[str, Hook] = {"text": lambda v: "" if v is None else str(v)}
-
-
-def comparison_table(c: Comparison) -> tuple[Table, list[str], list[str]]:
-    """A comparison as one ``Table`` (a heading row per workload), its numbered notes and its trailer lines."""
-    table = Table([Column("case"), Column("metric"), Column(f"baseline: {c.baseline}", right=True),
-                   Column(f"candidate: {c.candidate}", right=True), Column("ratio", right=True),
-                   Column("95% CI", right=True), Column("p (adj.)", right=True), Column("processes", right=True),
-                   Column("verdict", "verdict")])
-    notes: list[str] = []
-    for workload, rows in c.rows.groupby("workload", sort=False):
-        table.rows.append([str(workload)] + [""] * 8)
-        for r in rows.itertuples(index=False):
-            verdict = r.verdict
-            if r.note:
-                if r.note not in notes:
-                    notes.append(r.note)
-                verdict += f" [{notes.index(r.note) + 1}]"
-            table.rows.append([
-                r.case_id, r.metric,
-                format_value(r.baseline_value, r.unit) + _spread(r.baseline_value, r.baseline_ci_low, r.baseline_ci_high),
-                format_value(r.candidate_value, r.unit) + _spread(r.candidate_value, r.candidate_ci_low, r.candidate_ci_high),
-                _ratio(r.ratio),
-                f"[{_ratio(r.ci_low)[:-1]}, {_ratio(r.ci_high)[:-1]}]" if math.isfinite(r.ci_low) else "–",
-                _pvalue(r.p_adjusted), f"{r.n_baseline_units}/{r.n_candidate_units}", verdict,
-            ])
-    g = c.geomean
-    g_ci = f"[{g.ci_low:.3f}, {g.ci_high:.3f}]" if math.isfinite(g.ci_low) else "–"
-    table.rows.append(["geomean", c.geomean_metric or "all metrics", "", "", _ratio(g.ratio), g_ci, "", "",
-                       f"{g.n_cases} case(s)"])
-    counts = ", ".join(f"{n} {v}" for v, n in c.counts.items() if n)
-    band = f"±{c.noise:.0%} noise band"
-    correction = {"holm": "Holm", "bh": "Benjamini–Hochberg"}[c.correction]
-    tested = int(c.rows["p_value"].notna().sum())
-    mde = f"{c.mde:.1%}" if math.isfinite(c.mde) else "–"
-    trailer = [
-        f"ratio > 1: the candidate is better (time: baseline/candidate; throughput: candidate/baseline). "
-        f"Estimates (geometric means of process medians) ± the half-width of their 95% CI. "
-        f"{c.analysis} analysis; p-values {correction}-corrected across {tested} tested rows; {band}; "
-        f"median minimum detectable effect {mde}"
-        + ("." if c.run_level_covered else "; run-to-run variation not covered in every row."),
-        f"verdicts: {counts}.",
-    ]
-    if c.advice is not None:
-        a = c.advice
-        need = ", ".join(x for x in (f"{a.processes} processes" if a.processes else "", f"{a.runs} runs" if a.runs else "") if x)
-        trailer.append(f"noisiest family: {a.family} (median MDE {a.mde:.1%}); to resolve ±{a.target:.0%} there: "
-                       f"{need or 'not reachable by more processes or runs alone'} a side.")
-    if c.unmatched:
-        only = {side: [f"{case} ({metric})" for case, metric, s in c.unmatched if s == side] for side in ("baseline", "candidate")}
-        for side, items in only.items():
-            if items:
-                trailer.append(f"unmatched, measured only in the {side} ({len(items)}): {', '.join(items)}")
-    return table, notes, trailer
-
-
-def render_comparison_table(c: Comparison, console: Console) -> None:
-    """Print a comparison as a rich table, grouped by workload (benchstat's layout)."""
-    table, notes, trailer = comparison_table(c)
-    render_rich(table, _PLAIN_HOOKS, console,
-                styles=lambda col, v: _VERDICT_STYLE.get(v.split(" [")[0], "") if col.kind == "verdict" else "")
-    for i, note in enumerate(notes, 1):
-        console.print(inert(f"[{i}] {note}"), highlight=False, markup=False)
-    for line in trailer:
-        console.print(inert(line), highlight=False, markup=False)
-
-
-def render_comparison_markdown(c: Comparison) -> str:
-    """A comparison as one GitHub-flavoured Markdown table, a bold row per workload."""
-    table, notes, trailer = comparison_table(c)
-    workloads = {i for i, row in enumerate(table.rows) if all(x == "" for x in row[1:])}
-    for i in workloads:
-        table.rows[i][0] = f"**{table.rows[i][0]}**"
-    hooks = {"text": lambda v: _md_escape(v) if not str(v).startswith("**") else "**" + _md_escape(str(v)[2:-2]) + "**"}
-    lines = [render_markdown(table, hooks, boxed=False).replace("| --- | --- |", "|---|---|", 0)]
-    lines.append("")
-    lines += [f"[{i}] {_md_escape(n)}  " for i, n in enumerate(notes, 1)]
-    lines += [_md_escape(t) + "  " for t in trailer]
-    return "\n".join(lines) + "\n"
-
-
-def _md_escape(text: str) -> str:
-    return str(text).replace("\\", "\\\\").replace("|", "\\|").replace("*", "\\*").replace("_", "\\_").replace("\n", " ")
 
 
 RECORD_KEYS = (
@@ -294,8 +145,8 @@ def render_comparison_csv(c: Comparison) -> str:
     return buf.getvalue()
 
 
+# The machine formats of `reporter compare` (text and Markdown: reporter.present.terminal_table).
 RENDERERS: dict[str, Callable[[Comparison], str]] = {
-    "markdown": render_comparison_markdown,
     "csv": render_comparison_csv,
     "json": render_comparison_json,
 }
@@ -314,25 +165,15 @@ def runs_records(archive: Archive) -> list[dict[str, Any]]:
     return [{k: _plain(v) for k, v in rec.items()} for rec in df.astype(object).where(df.notna(), None).to_dict("records")]
 
 
-def render_runs_table(archive: Archive, console: Console) -> None:
-    """Print the archive's runs as a table, then every validation problem."""
-    if archive.runs.empty:
-        console.print(inert(f"No valid runs under {archive.root}."), highlight=False, markup=False)
-    else:
-        table = Table([Column(name) for name in ("label", "run id", "date (UTC)", "status", "device", "torch", "CUDA",
-                                                  "cases ok/failed/total")])
-        for r in archive.runs.itertuples(index=False):
-            date = "–" if pd.isna(r.started_at) else r.started_at.strftime("%Y-%m-%d %H:%M")
-            device = " ".join(str(x) for x in (r.device_type, r.device_name) if x)
-            cells = (
-                r.label, r.run_id, date, r.status or "–", device or "–", r.torch or "–", r.cuda or "–",
-                f"{r.cases_ok}/{r.cases_failed}/{r.cases_total}",
-            )
-            table.rows.append([str(x) for x in cells])
-        render_rich(table, _PLAIN_HOOKS, console)
-        labels = archive.labels()
-        console.print(inert(f"{len(archive.runs)} run(s) under {len(labels)} label(s) in {archive.root}."), highlight=False, markup=False)
-    render_problems(archive, console)
+def runs_cells(archive: Archive) -> list[list[str]]:
+    """The archive's runs as text cells in the order of ``terminal_table.RUN_COLUMNS``."""
+    out = []
+    for r in archive.runs.itertuples(index=False):
+        date = "–" if pd.isna(r.started_at) else r.started_at.strftime("%Y-%m-%d %H:%M")
+        device = " ".join(str(x) for x in (r.device_type, r.device_name) if x)
+        out.append([str(x) for x in (r.label, r.run_id, r.status or "–", date, f"{r.cases_ok}/{r.cases_failed}/{r.cases_total}",
+                                     device or "–", r.torch or "–", r.cuda or "–")])
+    return out
 
 
 def render_problems(archive: Archive, console: Console) -> None:
