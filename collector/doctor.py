@@ -327,6 +327,9 @@ def run_checks(
     if with_torch:
         checks += check_torch(torch_info, expect_gpu)
     checks.append(check_cpu_governor())
+    from collector.cpuload import check_cpu  # load and boost clocks: they warn on CPU runs
+
+    checks += check_cpu(expect_gpu)
     checks.append(check_disk(out))
     chosen = suite or ("standard" if expect_gpu else "cpu")
     checks.append(check_data_dir(chosen, data_dir, SUITES[chosen].workloads if chosen in SUITES else ()))

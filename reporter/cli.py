@@ -15,8 +15,8 @@ from reporter.errors import ReporterError
 from reporter.data.load import load_archive
 from reporter.options import FOLDER, PERCENT, RUNS, one_line
 from reporter.present.terminal_table import (
-    FAIL_ON_FORMS, FailOn, build_report, check_fail_on, parse_fail_on, render_markdown_report, render_runs_text,
-    render_text,
+    FAIL_ON_FORMS, FailOn, build_report, check_fail_on, md, parse_fail_on, render_gate_text, render_markdown_report,
+    render_runs_text, render_text,
 )
 from reporter.present.tables import RENDERERS, render_problems, runs_cells, runs_records
 from reporter.present.terminal import inert, inert_json
@@ -159,13 +159,15 @@ def compare_command(
         text = RENDERERS[fmt](comparison)
         click.echo(inert_json(text) if fmt == "json" else inert(text, keep_newlines=True), nl=False)
     if fail_on:
-        failed, lines = check_fail_on(fail_on, article, t)
-        lines.sort(key=lambda line: line.startswith(("FAIL", "失败")))  # why it failed: the last line
-        stream_err = fmt in ("csv", "json")  # keep the data on stdout parseable
-        if fmt == "markdown":
-            click.echo("")
-        for line in lines:
-            click.echo(inert(line) + ("  " if fmt == "markdown" else ""), err=stream_err)
+        failed, results = check_fail_on(fail_on, article, t)
+        if fmt in ("text", "table"):
+            click.echo(render_gate_text(results, _width(width)), nl=False)
+        elif fmt == "markdown":  # a paragraph per rule: the cases it failed on, then why
+            for line, hits in results:
+                click.echo("\n" + "".join(f"- {md(h)}\n" for h in hits) + ("\n" if hits else "") + f"**{md(line)}**")
+        else:  # csv, json: the data on stdout stays parseable
+            for line, hits in results:
+                click.echo(inert(line), err=True)
         if failed:
             sys.stdout.flush()
             raise SystemExit(EXIT_GATE)

@@ -488,23 +488,35 @@ def parse_fail_on(text: str, families: Iterable[str] = (*FAMILIES, OTHER_FAMILY)
             value = float(number)
         except ValueError:
             value = math.nan
-        if not math.isfinite(value) or not 0 <= value < 100:
-            raise ValueError(f"{text!r}: {rest[0]!r} must be a percentage from 0 to below 100, as in worse:5%")
+        if not math.isfinite(value) or value < 0:
+            raise ValueError(f"{text!r}: {rest[0]!r} must be a percentage of 0 or more, as in worse:5%")
         beyond = value / 100.0
     return FailOn(text.strip(), family, beyond)
 
 
-def check_fail_on(rules: Sequence[FailOn], a: ArticleData, t: Catalogue) -> tuple[bool, list[str]]:
-    """Whether any rule fails on the article's rows, and one line per rule saying why (or that it passed)."""
+def check_fail_on(rules: Sequence[FailOn], a: ArticleData, t: Catalogue) -> tuple[bool, list[tuple[str, list[str]]]]:
+    """Whether any rule fails on the article's rows; per rule, its verdict line and the cases it failed on.
+
+    Rules that passed come first, so the last line is why the command failed.
+    """
     rows = article_rows(a)
-    failed = False
-    lines = []
+    results = []
     for rule in rules:
-        hits = [r for r in rows if rule.matches(r)]
+        hits = sorted((r for r in rows if rule.matches(r)), key=lambda r: r.ratio.value)
         if hits:
-            failed = True
-            cases = "; ".join(f"{r.full_label} {plain(fmt_ratio_ci(r.ratio))}" for r in hits)
-            lines.append(_word(t, "gate_failed", rule=rule.text, n=len(hits), what=rule.describe(t), cases=cases))
+            worst = f"{hits[0].full_label} {plain(fmt_ratio_ci(hits[0].ratio))}"
+            line = _word(t, "gate_failed", rule=rule.text, n=len(hits), what=rule.describe(t), worst=worst)
         else:
-            lines.append(_word(t, "gate_passed", rule=rule.text, what=rule.describe(t)))
-    return failed, lines
+            line = _word(t, "gate_passed", rule=rule.text, what=rule.describe(t))
+        results.append((line, [f"{r.full_label}: {plain(fmt_ratio_ci(r.ratio))}" for r in hits]))
+    results.sort(key=lambda x: bool(x[1]))
+    return any(hits for _, hits in results), results
+
+
+def render_gate_text(results: Sequence[tuple[str, list[str]]], width: int) -> str:
+    """The gate's lines for a terminal: each failed rule's cases, then its verdict line, wrapped to ``width``."""
+    out: list[str] = []
+    for line, hits in results:
+        out += [x for h in hits for x in hang("  - ", inert(h), width)]
+        out += hang("", inert(line), width)
+    return "\n".join(out) + "\n"
