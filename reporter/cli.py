@@ -16,7 +16,7 @@ from reporter.data.load import load_archive
 from reporter.options import FOLDER, PERCENT, RUNS, one_line
 from reporter.present.terminal_table import (
     FAIL_ON_FORMS, FailOn, build_report, check_fail_on, md, parse_fail_on, render_gate_text, render_markdown_report,
-    render_runs_text, render_text,
+    render_runs_text, render_text, wrap,
 )
 from reporter.present.tables import RENDERERS, render_problems, runs_cells, runs_records
 from reporter.present.terminal import inert, inert_json
@@ -194,17 +194,22 @@ def runs_command(runs_dir: str, fmt: str, width: int | None, strict: bool) -> No
         click.echo(inert_json(json.dumps({"runs": runs_records(archive), "problems": problems}, indent=2, allow_nan=False)))
         return
     t = catalogue("en")
+    w = _width(width)
+    lines = []
     if archive.runs.empty:
-        click.echo(inert(f"No valid runs under {archive.root}."))
+        lines.append(f"No valid runs under {archive.root}.")
     else:
-        w = _width(width)
         text, left_out = render_runs_text(runs_cells(archive), w)
         click.echo(text, nl=False)
-        click.echo(inert(t.plain("cli.runs_count", runs=len(archive.runs), labels=len(archive.labels()), root=archive.root)))
+        lines.append(t.plain("cli.runs_count", runs=len(archive.runs), labels=len(archive.labels()), root=archive.root))
         if left_out:
-            click.echo(t.plain("cli.runs_left_out", width=w, columns=", ".join(left_out)))
-        click.echo(t.plain("cli.runs_compare"))
-    render_problems(archive, _console())
+            lines.append(t.plain("cli.runs_left_out", width=w, columns=", ".join(left_out)))
+        lines.append(t.plain("cli.runs_compare"))
+    if archive.problems:
+        lines.append(f"{len(archive.problems)} problem(s) reading the archive; each says what was left out:")
+        lines += [f"  {p.path}: {p.reason}" for p in archive.problems]
+    for line in lines:
+        click.echo("\n".join(wrap(inert(line), w)))
 
 
 from reporter.site.build import build_command; cli.add_command(build_command)  # noqa: E402,E702 - `reporter build`: the published site

@@ -418,16 +418,32 @@ def render_runs_text(rows: Iterable[Sequence[str]], width: int) -> tuple[str, li
     """The runs as a table of at most ``width`` cells, and the columns left out to fit.
 
     No cell is ever cut (a run id is what ``LABEL@RUN`` needs): columns are left out from
-    the end of ``RUN_COLUMNS`` until the rest fits, never the first ``KEEP``.
+    the end of ``RUN_COLUMNS`` until the rest fits, never the first ``KEEP``. Where even
+    those do not fit on one line, each label becomes a heading over its runs.
     """
     rows = [[inert(x) for x in r] for r in rows]
     widths = [max([cell_len(h)] + [cell_len(r[i]) for r in rows]) for i, h in enumerate(RUN_COLUMNS)]
+
+    def span(first: int, keep: int) -> int:
+        return sum(widths[first:keep]) + len(GAP) * (keep - first - 1)
+
+    grouped = span(0, KEEP) > width
+    first, indent = (1, "  ") if grouped else (0, "")
     keep = len(RUN_COLUMNS)
-    while keep > KEEP and sum(widths[:keep]) + len(GAP) * (keep - 1) > width:
+    while keep > KEEP and len(indent) + span(first, keep) > width:
         keep -= 1
-    lines = [GAP.join(_pad(h, widths[i], False) for i, h in enumerate(RUN_COLUMNS[:keep])).rstrip()]
+
+    def line(cells: Sequence[str]) -> str:
+        return (indent + GAP.join(_pad(cells[i], widths[i], False) for i in range(first, keep))).rstrip()
+
+    lines = [line(RUN_COLUMNS)]
     lines.append("─" * min(width, cell_len(lines[0])))
-    lines += [GAP.join(_pad(r[i], widths[i], False) for i in range(keep)).rstrip() for r in rows]
+    label = None
+    for r in rows:
+        if grouped and r[0] != label:
+            label = r[0]
+            lines += wrap(label, width)
+        lines.append(line(r))
     return "\n".join(lines) + "\n", list(RUN_COLUMNS[keep:])
 
 
