@@ -44,6 +44,7 @@ from runformat.schema import (
     is_valid_run_id,
 )
 from reporter.errors import ReporterError
+from reporter.data.problem import Problem
 from reporter.data.run_cache import CachedRun, fingerprint, read_cache, write_cache
 from reporter.data.scan import MAX_ROWS, row_limit_problem, scan_tables, value_problem
 from reporter.data.summary_cache import SummaryCache, run_key
@@ -77,14 +78,6 @@ RUN_COLUMNS = (
     "label", "run_id", "path", "started_at", "finished_at", "status", "suite", "device_type", "device_name",
     "torch", "cuda", "cudnn", "driver", "hostname", "image", "cases_ok", "cases_failed", "cases_total",
 )
-
-
-@dataclass(frozen=True)
-class Problem:
-    """A run (or file) that was skipped, and why; ``path`` names the file or folder."""
-
-    path: str
-    reason: str
 
 
 @dataclass

@@ -37,7 +37,7 @@ from runformat.archive import ArchiveError
 from runformat.remote import MARKER_FILE, MAX_MARKER_BYTES, Marker, MarkerError, describe_url, is_url, open_filesystem, parse_marker
 from runformat.schema import SchemaError, is_valid_run_id, sanitize_label
 from reporter.errors import ReporterError
-from reporter.data.load import Problem
+from reporter.data.problem import Problem
 
 UPLOAD_NOTE = ".imagebench-upload"  # in a cached run folder: the upload it holds
 CACHE_NOTE = ".imagebench-mirror"  # in the cache root: the URL it mirrors (only such folders are pruned)
