@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Any, NoReturn, Sequence
 
 from collector import __version__
-from collector.options import folder_path, positive_float, positive_int
-from collector.terminal import inert
+from runformat.options import folder_path, positive_float, positive_int
+from runformat.terminal import inert
 
 EXIT_USAGE = 2
 EXIT_SIGINT = 130

@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from collector.doctor import INFO, OK, WARN, Check
+from collector.checks import INFO, OK, WARN, Check
 
 # Busy share of all cores (over a short sample), and the 1-minute load per core, beyond which a CPU run warns.
 BUSY_SHARE = 0.10

@@ -13,6 +13,8 @@ never imports torch). Nothing here changes the machine.
 
 from __future__ import annotations
 
+from collector.checks import INFO, OK, WARN, Check
+
 import glob
 import json
 import shutil
@@ -24,7 +26,6 @@ from typing import Any, Callable, Sequence
 
 from runformat.vocabulary import format_cudnn_version
 
-OK, INFO, WARN = "ok", "info", "warn"
 VERDICT_FIT, VERDICT_WARNINGS = "fit", "warnings"
 HOT_C = 80  # above this at idle a GPU will throttle under load
 MIN_FREE_BYTES = 2 << 30
@@ -49,14 +50,6 @@ print(json.dumps(out))
 """
 
 
-@dataclass(frozen=True)
-class Check:
-    """One line of the doctor's table."""
-
-    name: str
-    status: str  # ok, info or warn
-    found: str
-    fix: str = ""
 
 
 def verdict(checks: Sequence[Check]) -> str:

@@ -1,6 +1,6 @@
 """click parameter types of the reporter's options: finite numbers in range, non-empty paths.
 
-The rules are ``collector.options``' (the collector's argparse uses the same), so a bad
+The rules are ``runformat.options``' (the collector's argparse uses the same), so a bad
 value gets the same one-line message from either CLI, naming the option:
 ``Error: Invalid value for '--noise': must be a finite number at least 0 and below 100, not 'nan'``.
 """
@@ -12,7 +12,7 @@ from typing import Any
 
 import click
 
-from collector.options import parse_number, parse_path
+from runformat.options import parse_number, parse_path
 
 
 class Number(click.ParamType):

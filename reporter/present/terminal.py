@@ -15,7 +15,7 @@ from typing import Any
 
 from rich.markup import escape
 
-from collector.terminal import inert, inert_json
+from runformat.terminal import inert, inert_json
 
 __all__ = ["inert", "inert_json", "inert_markup"]
 
