@@ -154,7 +154,8 @@ def compare_command(
                    nl=False)
     elif fmt == "markdown":
         report = build_report(article, comparison, t)
-        click.echo(render_markdown_report(report, build_report(article, comparison, t, details=True)), nl=False)
+        click.echo(render_markdown_report(report, build_report(article, comparison, t, details=True),
+                                          t.plain("cli.details")), nl=False)
     else:
         text = RENDERERS[fmt](comparison)
         click.echo(inert_json(text) if fmt == "json" else inert(text, keep_newlines=True), nl=False)

@@ -357,7 +357,7 @@ def md(text: Any) -> str:
     return str(md_escape(inert(str(text))))
 
 
-def render_markdown_report(report: Report, details: Report | None = None) -> str:
+def render_markdown_report(report: Report, details: Report | None = None, summary: str = "Details") -> str:
     """The report in GitHub-flavoured Markdown; ``details``' tables in a collapsible ``<details>`` box.
 
     ``markdown="1"`` lets Python-Markdown (``md_in_html``) read the box's content; GitHub
@@ -371,8 +371,7 @@ def render_markdown_report(report: Report, details: Report | None = None) -> str
         out += [md(n) + "  " for n in report.common_notes]
         out += [f"{i}. {md(n)}" for i, n in enumerate(report.footnotes, 1)] + [""]
     if details is not None:
-        out += ['<details markdown="1">', f"<summary>{md(details.columns[0].title)}: "
-                f"{md(_details_title(details))}</summary>", ""]
+        out += ['<details markdown="1">', f"<summary>{md(summary)}</summary>", ""]
         out += _md_tables(details, hooks)
         out += ["</details>", ""]
     for line in report.trailer:
@@ -381,10 +380,6 @@ def render_markdown_report(report: Report, details: Report | None = None) -> str
         else:
             out += ["", md(line[0]), ""] + [f"- {md(e)}" for e in line[1]] + [""]
     return "\n".join(out).rstrip() + "\n"
-
-
-def _details_title(report: Report) -> str:
-    return ", ".join(c.title for c in report.columns[1:])
 
 
 def _md_tables(report: Report, hooks: dict[str, Any]) -> list[str]:
