@@ -113,3 +113,50 @@ def test_the_cli_prints_one_table_and_exits_1_with_warnings(tmp_path):
     assert bad.returncode == 2 and bad.stderr.strip() == "collector: error: --suite 'nope' is not a suite; choose one of: smoke, cpu, quick, standard, full"
 
 
+
+
+def test_cpu_load_warns_on_a_cpu_run_and_informs_on_a_gpu_run():
+    from collector import cpuload
+
+    busy = cpuload.check_cpu_load(False, busy=0.6, load1=1.9, cores=2)
+    assert busy.status == WARN and "60% of 2 core(s) busy" in busy.found and "load average 1.90" in busy.found
+    assert busy.fix
+    assert cpuload.check_cpu_load(True, busy=0.6, load1=1.9, cores=2).status == INFO
+    assert cpuload.check_cpu_load(False, busy=0.02, load1=0.1, cores=2).status == OK
+
+
+def test_busy_share_from_two_readings_of_proc_stat():
+    from collector import cpuload
+
+    readings = iter([(100, 1000), (400, 2000)])
+    assert cpuload.measure_busy_share(0.0, read=lambda: next(readings), sleep=lambda s: None) == 0.3
+    assert cpuload.measure_busy_share(0.0, read=lambda: None, sleep=lambda s: None) is None
+
+
+def test_boost_clocks_warn_on_a_cpu_run(tmp_path):
+    from collector import cpuload
+
+    (tmp_path / "intel_pstate").mkdir()
+    (tmp_path / "intel_pstate" / "no_turbo").write_text("0\n")
+    check = cpuload.check_cpu_boost(False, str(tmp_path))
+    assert check.status == WARN and "no_turbo" in check.fix
+    assert cpuload.check_cpu_boost(True, str(tmp_path)).status == INFO
+    (tmp_path / "intel_pstate" / "no_turbo").write_text("1\n")
+    assert cpuload.check_cpu_boost(False, str(tmp_path)).status == OK
+    assert cpuload.check_cpu_boost(False, str(tmp_path / "none")).status == INFO
+
+
+def test_the_doctor_runs_the_cpu_checks():
+    names = {c.name for c in doctor.run_checks(with_torch=False)}
+    assert {"CPU load", "CPU frequency scaling", "CPU frequency governor"} <= names
+
+
+def test_python_m_without_the_packages_is_one_line_not_a_traceback(tmp_path):
+    # -S -I: a Python that sees none of the site packages (as one outside .venv)
+    for tool in ("collector", "reporter"):
+        r = subprocess.run([sys.executable, "-S", "-I", "-c", f"import sys; sys.path.insert(0, {str(ROOT)!r}); "
+                            f"import runpy; runpy.run_module({tool!r}, run_name='__main__')", "--help"],
+                           capture_output=True, text=True, timeout=120)
+        assert r.returncode == 2, r.stderr
+        assert "Traceback" not in r.stderr and len(r.stderr.strip().splitlines()) == 1
+        assert f"which the {tool} needs" in r.stderr and f"bin/{tool}" in r.stderr
