@@ -19,7 +19,11 @@ if [ ! -x "$VENV/bin/python" ]; then
     "$PYTHON" -m venv "$VENV"
   fi
 fi
-PIP=("$VENV/bin/python" -m pip --disable-pip-version-check -q)
+# pip speaks as it goes (what it collects, a progress bar while it downloads): an install
+# of torch takes minutes, and a silent one looks hung.
+PIP=("$VENV/bin/python" -m pip --disable-pip-version-check --progress-bar on)
+# pip's "Requirement already satisfied" lines are left out: they say nothing about progress.
+quiet_if_present() { "$@" | grep -v '^Requirement already satisfied' || [ "${PIPESTATUS[0]}" = 0 ]; }
 
 if ! "$VENV/bin/python" -c "import torch" >/dev/null 2>&1; then
   # No torch anywhere: install one. The collector itself never installs torch; this is
@@ -33,10 +37,10 @@ fi
 
 extras="collector,reporter"
 [ "$WITH_TEST" = 1 ] && extras="$extras,test"
-say "installing imagebench[$extras]"
-"${PIP[@]}" install -e ".[$extras]"
+say "installing imagebench[$extras] and what it needs (pip's own lines follow)"
+quiet_if_present "${PIP[@]}" install -e ".[$extras]"
 # transformers provides the BERT workload's model (built from a config, no download).
-"$VENV/bin/python" -c "import transformers" >/dev/null 2>&1 || "${PIP[@]}" install "transformers>=4.40" || say "transformers unavailable: BERT cases will be recorded as skipped"
+"$VENV/bin/python" -c "import transformers" >/dev/null 2>&1 || { say "installing transformers (the BERT workloads' models)"; quiet_if_present "${PIP[@]}" install "transformers>=4.40"; } || say "transformers unavailable: BERT cases will be recorded as skipped"
 
 # Charts are laid out by vl-convert, which measures text with the fonts installed here:
 # without one that has Chinese glyphs, the labels of the Chinese charts overlap.
@@ -58,3 +62,4 @@ if [ "$WITH_TEST" = 1 ] && ! command -v chromium >/dev/null 2>&1; then
   fi
 fi
 touch "$VENV/.ok"
+say "ready: $VENV/bin/collector and $VENV/bin/reporter (or \`source $VENV/bin/activate\`, then collector and reporter)"
