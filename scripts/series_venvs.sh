@@ -87,9 +87,10 @@ for release in "${WANTED[@]}"; do
     continue
   fi
 
-  say "torch $release: [1/3] creating $venv"
   rm -f "$venv/$MARKER"
-  if [ ! -x "$venv/bin/python" ] && ! "$PYTHON" -m venv "$venv"; then
+  if [ -x "$venv/bin/python" ]; then
+    say "torch $release: [1/3] $venv exists but is not complete: installing into it"
+  elif say "torch $release: [1/3] creating $venv" && ! "$PYTHON" -m venv "$venv"; then
     say "torch $release: FAILED: cannot create the venv"
     failed+=("$release (cannot create the venv)")
     continue

@@ -21,7 +21,9 @@ if [ ! -x "$VENV/bin/python" ]; then
 fi
 # pip speaks as it goes (what it collects, a progress bar while it downloads): an install
 # of torch takes minutes, and a silent one looks hung.
-PIP=("$VENV/bin/python" -m pip --disable-pip-version-check --progress-bar on)
+PIP=("$VENV/bin/python" -m pip --disable-pip-version-check)
+# --progress-bar is an option of `pip install`, not of pip itself.
+INSTALL=(install --progress-bar on)
 # pip's "Requirement already satisfied" lines are left out: they say nothing about progress.
 quiet_if_present() { "$@" | grep -v '^Requirement already satisfied' || [ "${PIPESTATUS[0]}" = 0 ]; }
 
@@ -30,17 +32,17 @@ if ! "$VENV/bin/python" -c "import torch" >/dev/null 2>&1; then
   # only the set-up of a machine that has none. torchvision is needed by the ResNet
   # workloads; where the pair is not available, a CPU torch alone still runs the rest.
   say "no torch found: installing torch and torchvision"
-  "${PIP[@]}" install "torch==2.14.1" "torchvision==0.29.1" \
-    || "${PIP[@]}" install "torch==2.13.0" \
-    || "${PIP[@]}" install torch
+  "${PIP[@]}" "${INSTALL[@]}" "torch==2.14.1" "torchvision==0.29.1" \
+    || "${PIP[@]}" "${INSTALL[@]}" "torch==2.13.0" \
+    || "${PIP[@]}" "${INSTALL[@]}" torch
 fi
 
 extras="collector,reporter"
 [ "$WITH_TEST" = 1 ] && extras="$extras,test"
 say "installing imagebench[$extras] and what it needs (pip's own lines follow)"
-quiet_if_present "${PIP[@]}" install -e ".[$extras]"
+quiet_if_present "${PIP[@]}" "${INSTALL[@]}" -e ".[$extras]"
 # transformers provides the BERT workload's model (built from a config, no download).
-"$VENV/bin/python" -c "import transformers" >/dev/null 2>&1 || { say "installing transformers (the BERT workloads' models)"; quiet_if_present "${PIP[@]}" install "transformers>=4.40"; } || say "transformers unavailable: BERT cases will be recorded as skipped"
+"$VENV/bin/python" -c "import transformers" >/dev/null 2>&1 || { say "installing transformers (the BERT workloads' models)"; quiet_if_present "${PIP[@]}" "${INSTALL[@]}" "transformers>=4.40"; } || say "transformers unavailable: BERT cases will be recorded as skipped"
 
 # Charts are laid out by vl-convert, which measures text with the fonts installed here:
 # without one that has Chinese glyphs, the labels of the Chinese charts overlap.
