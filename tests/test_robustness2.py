@@ -204,7 +204,8 @@ def test_recorded_escapes_reach_the_terminal_inert(tmp_path: Path) -> None:
         for bad in ESCAPES:
             assert bad not in out
         assert not any(unicodedata.category(c) == "Cc" and c not in "\n" for c in out), repr(out)
-    assert "\\x1b" in outputs[0] and "\\u202e" in outputs[0]  # shown, not hidden
+    # shown, not hidden: the label and the folder in the runs list, the GPU's name in compare's header
+    assert "\\x1b" in outputs[0] and "\\u202e" in outputs[1]
     # JSON keeps the data exactly (as \u escapes) and is inert text too
     result = _invoke("runs", "--runs", str(runs), "--format", "json")
     assert not any(unicodedata.category(c) == "Cc" and c not in "\n" for c in result.output)
