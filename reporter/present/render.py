@@ -353,6 +353,13 @@ def _hook_link(value: Any) -> Markup:
     return Markup(f"[{md_escape_one_line(value.text)}]({url_path(value.href)})")
 
 
+def _hook_link_or_code(value: Any) -> Markup:
+    """A link, or a command to run where there is nothing to link (trends' comparisons)."""
+    if isinstance(value, str):
+        return Markup(f"<code>{md_escape(value)}</code>")
+    return _hook_link(value)
+
+
 def _hook_value(value: Any) -> Markup:
     if value is None or value[0] is None:
         return DASH
@@ -380,6 +387,7 @@ HOOKS: dict[str, Callable[[Any], Markup]] = {
     "interval": _hook_interval,
     "text": _hook_text,
     "link": _hook_link,
+    "link_or_code": _hook_link_or_code,
     "markup": lambda v: DASH if v is None else Markup(v),
     "value": _hook_value,
     "value_ci": fmt_value_ci,

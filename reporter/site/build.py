@@ -55,6 +55,7 @@ from reporter.site.pages import (
 )
 from reporter.options import FOLDER, RUNS
 from reporter.article.paths import label_page, run_page
+from reporter.article.series import compute_label_info, compute_series
 from reporter.site.publish import check_targets, publish_site
 from reporter.site.site_config import LanguageBuild, build_public, language_prefix, site_nav
 from reporter.present.render import LANGUAGES, Messages, render_page
@@ -468,9 +469,16 @@ def build_site(
 
         # What is summarised below is written to the summaries cache once, at the end, not once per run.
         with archive.summaries.deferred() if archive.summaries is not None else nullcontext():
-            # Trends flag changes between neighbours in version order (the default comparisons).
+            # Trends compare neighbouring versions of each release series (labels ordered by the
+            # torch version their runs recorded), and flag the changes between them.
             neighbours: dict[str, dict[tuple[str, str], Comparison]] = {}
-            for spec in default_comparisons(selection.classes, archive):
+            label_info = {cls.name: compute_label_info(archive, cls.run_ids) for cls in selection.classes}
+            defaults = {(s.device, s.baseline, s.candidate): s for s in default_comparisons(selection.classes, archive)}
+            series_specs = [defaults.get((cls.name, before, after))
+                            or ComparisonSpec(baseline=before, candidate=after, device=cls.name, run_ids=cls.run_ids)
+                            for cls in selection.classes for ser in compute_series(cls, label_info[cls.name])
+                            for before, after in ser.pairs]
+            for spec in series_specs:
                 try:
                     neighbours.setdefault(spec.device or "", {})[(spec.baseline, spec.candidate)] = compare(spec)
                 except ReporterError:
@@ -479,7 +487,7 @@ def build_site(
             timing = timing_methods(archive)
             label_of = dict(zip(archive.runs["run_id"].astype(str), archive.runs["label"].astype(str)))
             trend_inputs = [TrendInput(cls, summaries_of(sorted(cls.run_ids)), neighbours.get(cls.name, {}),
-                                       _label_methods(cls.run_ids, label_of, timing))
+                                       _label_methods(cls.run_ids, label_of, timing), label_info[cls.name])
                             for cls in selection.classes]
         for page_lang in languages:  # every page in every language, at one path under the language's folder
             prefix = language_prefix(page_lang, site_lang)
@@ -503,11 +511,13 @@ def build_site(
                                         key=compute_key("page", path, page_lang, run_id, run_fps[run_id])))
             trends_key = compute_key("trends", prefix, page_lang, archive_key, workload_key,
                                      [(c.name, c.labels, sorted(c.run_ids)) for c in selection.classes],
-                                     sorted((d, sorted(n)) for d, n in neighbours.items()))
+                                     sorted((d, sorted(n)) for d, n in neighbours.items()),
+                                     sorted((d, sorted((k, v.version) for k, v in i.items())) for d, i in label_info.items()),
+                                     report_key)
             trend_pages = _cached_pages(trends_key)
             if trend_pages is None:
                 checked.add(trends_key)
-                trends_index, trend_families = trends_views(trend_inputs, workloads, t, [0])
+                trends_index, trend_families = trends_views(trend_inputs, workloads, t, [0], lang_reports)
                 trend_pages = [_Page(prefix + "trends/index.md", "trends_index.md.j2", trends_index, page_lang, key=trends_key)]
                 trend_pages += [_Page(prefix + f"trends/{family}.md", "trends_family.md.j2", view, page_lang, key=trends_key)
                                 for family, view in trend_families.items()]

@@ -15,12 +15,14 @@ import pandas as pd
 from markupsafe import Markup
 
 from runformat.schema import METRICS, TIMINGS
-from runformat.vocabulary import FAMILIES, OTHER_FAMILY
+from runformat.vocabulary import FAMILIES, OTHER_FAMILY, Verdict
 from reporter.present.charts import chart_lines
 from reporter.model.compare import Comparison
 from reporter.article.config import DeviceClass
 from reporter.data.load import Archive
 from reporter.article.paths import distinct, label_page, relpath, run_page
+from reporter.article.series import LabelInfo, Series, compute_series
+from reporter.model.changepoints import compute_steps, point_of_summary
 from reporter.present.render import Messages
 from reporter.present.tables import Column
 from reporter.present.tables import Table as TableView
@@ -309,12 +311,19 @@ class TrendInput:
     # Per label, the collector's timing method of its runs here (``timing_methods``):
     # neighbours timed differently get no ▲ / ▼, since the method moves short cases by itself.
     methods: Mapping[str, str] = field(default_factory=dict)
+    # Per label, its recorded torch version and run dates (``compute_label_info``): the
+    # release order of its series. Without it, the class's own order, as one series.
+    info: Mapping[str, LabelInfo] = field(default_factory=dict)
 
 
 def trends_views(inputs: Sequence[TrendInput], workloads: Mapping[str, WorkloadInfo], t: Messages,
-                 chart_counter: list[int]) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
-    """The trends index view and one view per workload family."""
+                 chart_counter: list[int], reports: Sequence[dict[str, Any]] = ()) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
+    """The trends index view and one view per workload family.
+
+    ``reports``: the published articles, linked from each neighbouring pair and step.
+    """
     families: dict[str, dict[str, Any]] = {}
+    all_steps: list[dict[str, Any]] = []
     lang = t.lang
     for inp in inputs:
         s = inp.summaries
@@ -322,7 +331,9 @@ def trends_views(inputs: Sequence[TrendInput], workloads: Mapping[str, WorkloadI
             continue
         s = s[~s["metric"].isin(TREND_HIDDEN_METRICS)].copy()
         s["family"] = [family_of(w, workloads) for w in s["workload"]]
-        order = list(inp.cls.labels)
+        series = compute_series(inp.cls, inp.info) if inp.info else [
+            Series("", inp.cls.labels, inp.cls.labels, {}, inp.cls.by_version)]
+        order = [lab for ser in series for lab in ser.labels]
         flags: dict[tuple[str, str, str], str] = {}
         timed_apart = []
         for (before, after), comparison in inp.neighbours.items():
@@ -338,7 +349,12 @@ def trends_views(inputs: Sequence[TrendInput], workloads: Mapping[str, WorkloadI
             view = families.setdefault(str(family), {"family": str(family), "groups": [], "n_cases": 0, "labels": set()})
             group = {"device": inp.cls.name, "order": " → ".join(order), "workloads": [],
                      "set_aside": ", ".join(f"{label} ({n})" for label, n in inp.cls.set_aside),
-                     "timed_apart": t.plain("headline.sep").join(timed_apart)}
+                     "timed_apart": t.plain("headline.sep").join(timed_apart),
+                     "series": [_series_line(t, ser) for ser in series],
+                     "pairs": _pairs_table(t, series, inp, str(family), reports, f"trends/{family}.md")}
+            fam_steps = _family_steps(t, series, inp, fam_rows, workloads, reports, str(family))
+            group["steps"] = _steps_table(t, fam_steps, f"trends/{family}.md", with_family=False)
+            all_steps += fam_steps
             for workload, w_rows in fam_rows.groupby("workload", sort=True):
                 info = workloads.get(str(workload))
                 title = info.title_in(lang) if info else str(workload)
@@ -389,7 +405,110 @@ def trends_views(inputs: Sequence[TrendInput], workloads: Mapping[str, WorkloadI
     for family in ordered:
         v = families[family]
         index.rows.append([Link(t.plain(f"family.{family}"), f"{family}.md"), str(v["n_cases"]), str(len(v["labels"]))])
-    return {"families": index}, {f: families[f] for f in ordered}
+    all_steps.sort(key=lambda st: -abs(st["size"]))
+    return {"families": index, "steps": _steps_table(t, all_steps, "trends/index.md", with_family=True),
+            "n_steps": len(all_steps)}, {f: families[f] for f in ordered}
+
+
+# ---- trends: release series, neighbouring comparisons and change points ---------------------
+
+
+def _series_line(t: Messages, ser: Series) -> str:
+    """One series in release order: its labels with the versions they recorded."""
+    labels = " → ".join(f"{lab} ({ser.versions[lab]})" if ser.versions.get(lab) else lab for lab in ser.labels)
+    name = ser.name or t.plain("trends.release.series_rest")
+    key = "trends.release.series_by_version" if ser.by_version else "trends.release.series_by_date"
+    return t.plain(key, series=name, labels=labels)
+
+
+def _verdict_text(t: Messages, verdict: Verdict) -> str:
+    key = f"verdict.{verdict.name.lower()}"
+    return t.plain(key) if t.has(key) else verdict.value
+
+
+def _pair_link(t: Messages, before: str, after: str, device: str, reports: Sequence[dict[str, Any]], page: str) -> Any:
+    """The published article of a pair when there is one, else the command that compares it."""
+    for rep in reports:
+        if rep["baseline"] == before and rep["candidate"] == after:
+            return Link(rep["title"], relpath(page, rep["page"]))
+    return f"reporter compare {before} {after}"
+
+
+def _pairs_table(t: Messages, series: Sequence[Series], inp: TrendInput, family: str,
+                 reports: Sequence[dict[str, Any]], page: str) -> TableView:
+    """Each neighbouring pair of a series: the family's geometric mean ratio with its CI, and its article."""
+    table = TableView([_col(t, "trend.pair"), _col(t, "geomean", "ratio", True), _col(t, "ci", "ci", True),
+                       _col(t, "verdict"), _col(t, "trend.compare", "link_or_code")])
+    for ser in series:
+        for before, after in ser.pairs:
+            c = inp.neighbours.get((before, after))
+            g = c.geomeans.get(family) if c is not None else None
+            verdict = _verdict_text(t, Verdict(g.verdict)) if g is not None and g.verdict else None
+            table.rows.append([f"{before} → {after}", g.ratio if g else None, (g.ci_low, g.ci_high) if g else None,
+                               verdict, _pair_link(t, before, after, inp.cls.name, reports, page)])
+    return table
+
+
+def _family_steps(t: Messages, series: Sequence[Series], inp: TrendInput, rows: pd.DataFrame,
+                  workloads: Mapping[str, WorkloadInfo], reports: Sequence[dict[str, Any]], family: str) -> list[dict[str, Any]]:
+    """The change points of every case and metric of one family, over each series' points."""
+    import zlib
+
+    out: list[dict[str, Any]] = []
+    for ser in series:
+        if len(ser.points) < 2:
+            continue
+        sub = rows[rows["label"].astype(str).isin(ser.points)]
+        for workload, w_rows in sub.groupby("workload", sort=True):
+            info = workloads.get(str(workload))
+            title = info.title_in(t.lang) if info else str(workload)
+            names = _case_names(t, str(workload), w_rows)
+            for (case_id, metric), g in w_rows.groupby(["case_id", "metric"], sort=True):
+                by_label = {str(r.label): r for r in g.itertuples()}
+                labels, points = [], []
+                for lab in ser.points:
+                    r = by_label.get(lab)
+                    pt = point_of_summary(r.estimate, r.ci_low, r.ci_high, int(r.n_processes), int(r.n_runs),
+                                          bool(r.runs_covered)) if r is not None else None
+                    if pt is not None:
+                        labels.append(lab)
+                        points.append(pt)
+                if len(points) < 2:
+                    continue
+                y, se, df = zip(*points)
+                lower = str(g["better"].iloc[0]) == "lower"
+                for st in compute_steps(y, se, df, seed=zlib.crc32(f"{case_id}|{metric}".encode())):
+                    sign = -1.0 if lower else 1.0  # a ratio above 1: better after the step
+                    lo, hi = sorted((math.exp(sign * st.ci_low), math.exp(sign * st.ci_high)))
+                    ratio = math.exp(sign * st.size)
+                    before, after = labels[st.index - 1], labels[st.index]
+                    out.append({"family": family, "device": inp.cls.name, "series": ser.name,
+                                "workload": title, "case": names.get(str(case_id)) or str(case_id),
+                                "metric": _metric(t, str(metric)), "before": before, "after": after,
+                                "version": ser.versions.get(after) or after, "size": st.size,
+                                "ratio": ratio, "ci": (lo, hi),
+                                "verdict": Verdict.BETTER if ratio > 1 else Verdict.WORSE,
+                                "covered": all(bool(by_label[lab].runs_covered) for lab in labels),
+                                "pair": (before, after), "reports": reports})
+    return out
+
+
+def _steps_table(t: Messages, steps: Sequence[dict[str, Any]], page: str, *, with_family: bool) -> TableView:
+    """Steps as rows: where (the version after the step), what, by how much, and the pair's comparison."""
+    cols = [_col(t, "family", "link")] if with_family else []
+    cols += [_col(t, "case"), _col(t, "metric"), _col(t, "trend.step_at"), _col(t, "ratio", "ratio", True),
+             _col(t, "ci", "ci", True), _col(t, "verdict"), _col(t, "trend.compare", "link_or_code")]
+    table = TableView(cols)
+    for st in steps:
+        cells: list[Any] = [Link(t.plain(f"family.{st['family']}"), relpath(page, f"trends/{st['family']}.md"))] if with_family else []
+        where = t.plain("trends.release.step_at", before=st["before"], after=st["after"], version=st["version"])
+        if not st["covered"]:
+            where += " " + t.plain("trends.release.step_runs_not_covered")
+        cells += [f"{st['workload']}: {st['case']}", st["metric"], where, st["ratio"], st["ci"],
+                  _verdict_text(t, st["verdict"]),
+                  _pair_link(t, *st["pair"], st["device"], st["reports"], page)]
+        table.rows.append(cells)
+    return table
 
 
 def _case_names(t: Messages, workload: str, rows: Any) -> dict[str, str]:

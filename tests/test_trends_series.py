@@ -1,0 +1,94 @@
+"""Trend pages in release order: series of labels, their order by recorded torch version, and their change points."""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+
+from reporter.article.config import DeviceClass
+from reporter.article.series import LabelInfo, compute_series, series_stem
+from reporter.present.render import Messages, render_table
+from reporter.site.pages import TrendInput, trends_views
+from runformat.vocabulary import OTHER_FAMILY
+
+
+def _day(d: int) -> pd.Timestamp:
+    return pd.Timestamp(f"2026-12-{d:02d}", tz="UTC")
+
+
+def test_labels_whose_names_differ_only_in_versions_form_a_series() -> None:
+    assert series_stem("torch-2.13.0-cpu") == series_stem("torch-2.14.1-cpu") == "torch-*-cpu"
+    assert series_stem("pytorch-2.9-cu124") == series_stem("pytorch-2.10-cu126")
+    assert series_stem("torch-2.13.0") != series_stem("torch-2.13.0-cpu")
+
+
+def test_order_is_the_recorded_torch_version_not_the_name_nor_the_date() -> None:
+    # Names and dates both say a, b, c; the runs recorded 2.12, 2.10 and 2.11.
+    labels = ("stack-1.0", "stack-2.0", "stack-3.0")
+    info = {"stack-1.0": LabelInfo("2.12.0+cpu", _day(1), _day(1)),
+            "stack-2.0": LabelInfo("2.10.0+cu128", _day(2), _day(2)),
+            "stack-3.0": LabelInfo("2.11.0+cu130", _day(3), _day(3))}
+    (ser,) = compute_series(DeviceClass("cpu", labels, frozenset(), True), info)
+    assert ser.by_version and ser.labels == ("stack-2.0", "stack-3.0", "stack-1.0")
+    assert ser.pairs == [("stack-2.0", "stack-3.0"), ("stack-3.0", "stack-1.0")]
+
+
+def test_without_a_parseable_version_the_series_is_in_date_order() -> None:
+    labels = ("x-1.0", "x-2.0")
+    info = {"x-1.0": LabelInfo("2.10.0", _day(5), _day(5)), "x-2.0": LabelInfo(None, _day(1), _day(1))}
+    (ser,) = compute_series(DeviceClass("cpu", labels, frozenset(), True), info)
+    assert not ser.by_version and ser.labels == ("x-2.0", "x-1.0")
+
+
+def test_one_point_per_version_the_newest_label() -> None:
+    labels = ("a-1.0", "a-1.1", "b-9.9")  # b-9.9 stands alone: the series of the rest
+    info = {"a-1.0": LabelInfo("2.10.0", _day(1), _day(1)), "a-1.1": LabelInfo("2.10.0", _day(2), _day(4)),
+            "b-9.9": LabelInfo("2.11.0", _day(3), _day(3))}
+    series = compute_series(DeviceClass("cpu", labels, frozenset(), True), info)
+    assert [s.name for s in series] == ["a-*", ""]
+    assert series[0].points == ("a-1.1",) and series[0].pairs == []
+
+
+def _summaries(levels: dict[str, float], halfwidth: float = 0.01) -> pd.DataFrame:
+    rows = []
+    for label, level in levels.items():
+        for case, factor in (("k[n=1]", 1.0), ("k[n=2]", 2.0)):
+            est = level * factor if case == "k[n=1]" else factor
+            rows.append({"label": label, "case_id": case, "workload": "k", "params": {"n": case[4]},
+                         "metric": "time", "unit": "s", "better": "lower", "median": est,
+                         "ci_low": est * math.exp(-halfwidth), "ci_high": est * math.exp(halfwidth),
+                         "estimate": est, "n_processes": 9, "n_runs": 3, "runs_covered": True})
+    return pd.DataFrame(rows)
+
+
+def test_trend_pages_name_the_step_its_version_its_size_and_the_pairs_comparison() -> None:
+    levels = {"torch-2.10.0": 1.0, "torch-2.11.0": 1.0, "torch-2.12.1": 1.0, "torch-2.13.0": 1.25, "torch-2.14.1": 1.25}
+    labels = tuple(levels)
+    info = {lab: LabelInfo(lab.removeprefix("torch-") + "+cu130", _day(i + 1), _day(i + 1)) for i, lab in enumerate(labels)}
+    cls = DeviceClass("AMD EPYC (cpu)", labels, frozenset(), True)
+    reports = [{"title": "The 2.13 article", "page": "reports/a.md", "baseline": "torch-2.12.1", "candidate": "torch-2.13.0"}]
+    t = Messages("en")
+    index, families = trends_views([TrendInput(cls, _summaries(levels), {}, {}, info)], {}, t, [0], reports)
+    assert index["n_steps"] == 1  # case n=2 is flat: no step
+    (row,) = index["steps"].rows
+    assert "torch-2.12.1 → torch-2.13.0 (2.13.0+cu130)" in row[3]
+    assert row[4] == math.exp(-math.log(1.25)) or abs(row[4] - 0.8) < 1e-9  # slower after: ratio below 1
+    assert row[5][0] < 0.8 < row[5][1] < 1
+    assert row[7].href == "../reports/a.md"
+    group = families[OTHER_FAMILY]["groups"][0]
+    assert "2.10.0+cu128" not in group["series"][0] and "torch-2.10.0 (2.10.0+cu130) → torch-2.11.0" in group["series"][0]
+    # Pairs without an article link the command that compares them.
+    commands = [r[-1] for r in group["pairs"].rows if isinstance(r[-1], str)]
+    assert "reporter compare torch-2.13.0 torch-2.14.1" in commands
+    html = str(render_table(index["steps"]))
+    assert "torch-2.12.1 → torch-2.13.0" in html and "0.800×" in html
+
+
+def test_flat_series_show_no_step() -> None:
+    levels = {f"torch-2.1{i}.0": 1.0 + 0.002 * (-1) ** i for i in range(5)}
+    labels = tuple(levels)
+    info = {lab: LabelInfo(lab.removeprefix("torch-"), _day(i + 1), _day(i + 1)) for i, lab in enumerate(labels)}
+    cls = DeviceClass("cpu", labels, frozenset(), True)
+    index, _ = trends_views([TrendInput(cls, _summaries(levels, 0.02), {}, {}, info)], {}, Messages("zh"), [0])
+    assert index["n_steps"] == 0 and not index["steps"].rows
