@@ -26,20 +26,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from reporter.data.load import load_archive  # noqa: E402
-from reporter.model.compare import compare_labels, run_methods  # noqa: E402
-
-
-def aa_pairs(archive) -> list[tuple[str, str, str, str]]:
-    """(label, device, run A, run B) for neighbouring runs of one label, device model and method."""
-    methods = run_methods(archive)
-    runs = archive.runs.sort_values("started_at")
-    groups: dict[tuple[str, str, str], list[str]] = defaultdict(list)
-    for r in runs.itertuples():
-        groups[(str(r.label), str(r.device_name), methods.get(str(r.run_id), ""))].append(str(r.run_id))
-    out = []
-    for (label, device, _), ids in sorted(groups.items()):
-        out.extend((label, device, a, b) for a, b in zip(ids, ids[1:]))
-    return out
+from reporter.model.aa import aa_pairs  # noqa: E402
+from reporter.model.compare import compare_labels  # noqa: E402
 
 
 def measure(archive, label: str, a: str, b: str) -> dict:

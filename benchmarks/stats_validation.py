@@ -12,6 +12,8 @@ Prints (every simulated input is seeded and synthetic, see ``tests/stats_sim.py`
 * A/A: the share of rows called better/worse and the geomean CI's coverage of 1.0;
 * power at a planted 5% change (3 processes a side, 1% between processes, 2% within),
   with the false discovery proportion;
+* every A/A pair of the archive per device: rows called (the false-call rate) and the
+  geomean's shift, as the articles quote them;
 * the shipped CPU A/A pairs (each CPU label's runs against each other, ``LABEL@RUN``) and
   the CPU 2.13 vs 2.14 comparison's median CI log half-width against the previous model
   (Welch on process medians, runs ignored), which is recomputed here with scipy.
@@ -33,6 +35,7 @@ from scipy import stats as sst
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
+from reporter.model.aa import aa_figures  # noqa: E402
 from reporter.model.compare import _ranked, compare_labels  # noqa: E402
 from reporter.data.load import load_archive  # noqa: E402
 from stats_sim import Design, analyse, coverage, mc_error, simulate  # noqa: E402
@@ -98,8 +101,18 @@ def previous_model_half_widths(archive, baseline: str, candidate: str) -> np.nda
     return out
 
 
+def aa_by_device(archive) -> None:
+    """Every A/A pair of the archive (reporter.model.aa), per device: the figures articles quote."""
+    print("\nA/A pairs of the archive per device (the same stack recorded twice, one timing method)")
+    for device, f in aa_figures(archive, max_pairs=10**6).items():
+        print(f"  {device}: {f.pairs} pairs, {f.rows_called} of {f.rows_tested} timed rows called "
+              f"({f.false_call_rate:.2%}); geomean shift median {f.median_shift:.2%}, largest {f.largest_shift:.2%}; "
+              f"pairs shifted beyond ±3%: {f.share_at_least(1.03):.0%}")
+
+
 def shipped(runs_dir: str) -> None:
     archive = load_archive(runs_dir)
+    aa_by_device(archive)
     print("\nShipped CPU A/A pairs (one run against another of the same label)")
     for label in CPU_LABELS:
         ids = sorted(archive.runs.loc[archive.runs["label"].astype(str) == label, "run_id"].astype(str))

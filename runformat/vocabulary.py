@@ -20,21 +20,28 @@ class Verdict(str, enum.Enum):
     """What a comparison row (or a geomean) concludes.
 
     ``BETTER``/``WORSE``: significant after the article's false-discovery-rate control
-    *and* the ratio's CI lies wholly outside the noise band. ``SAME``: neither holds.
+    *and* the ratio's CI lies wholly outside the noise band. ``EQUIVALENT``: not a call,
+    and the CI lies wholly inside the equivalence band (two one-sided tests: a change
+    beyond the band is ruled out). ``INCONCLUSIVE``: neither a call nor inside the band
+    (the CI reaches beyond the band: these runs cannot tell).
     ``TOO_FEW``: fewer than two replicate units on a side, so no between-unit variation
     can be estimated: an estimate is shown, never a verdict. ``CHANGED``/``UNCHANGED``:
     deterministic metrics (counts, checksums, sizes in bytes that every unit reports
     identically), compared for equality with no CI. ``NO_RATIO``: values with no ratio
     (zero or negative) that differ between the sides.
+
+    Before equivalence testing, ``EQUIVALENT`` and ``INCONCLUSIVE`` were one verdict, "no
+    significant difference"; what was "inconclusive" then is ``NO_RATIO`` now.
     """
 
     BETTER = "better"
     WORSE = "worse"
-    SAME = "no significant difference"
+    EQUIVALENT = "equivalent"
+    INCONCLUSIVE = "inconclusive"
     TOO_FEW = "not enough replicates"
     CHANGED = "changed"
     UNCHANGED = "unchanged"
-    NO_RATIO = "inconclusive"
+    NO_RATIO = "no ratio"
 
     @property
     def is_call(self) -> bool:
@@ -43,6 +50,8 @@ class Verdict(str, enum.Enum):
 
 
 VERDICTS = tuple(v.value for v in Verdict)
+# The verdicts of rows these runs cannot settle: counted together as "inconclusive".
+UNSETTLED = (Verdict.INCONCLUSIVE, Verdict.NO_RATIO, Verdict.TOO_FEW)
 
 
 class Analysis(str, enum.Enum):
@@ -88,8 +97,11 @@ class NoteCode(str, enum.Enum):
     # one run a side, run-to-run variation borrowed from other runs of the case on the same
     # device: runs (how many runs the borrowed component rests on)
     RUN_LEVEL_BORROWED = "run_level_borrowed"
-    # no significant difference, but the CI reaches beyond the wide band: band (fraction)
+    # inconclusive, and the CI reaches beyond the wide band: band (fraction)
     TOO_NOISY = "too_noisy"
+    # the CI shown is at the article's false-coverage-rate-adjusted level (Benjamini &
+    # Yekutieli 2005), not 95%, so that it agrees with the corrected test: level (fraction)
+    ADJUSTED_INTERVAL = "adjusted_interval"
     # a setting of the case's method differs between the sides (cuDNN's autotuner for a
     # convolution, changed by an imagebench version): setting, baseline, candidate
     METHOD_DIFFERS = "method_differs"

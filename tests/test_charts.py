@@ -177,15 +177,15 @@ def test_explicit_stack_and_variant_keys_win_over_the_series_name() -> None:
 
 def test_ratio_chart_keeps_every_case_whole_and_apart() -> None:
     case = "conv2d: batch=16, channels=64, layout=channels_last, pass=forward_backward, size=224"
-    rows = [{"case": case, "ratio": 1.02, "ci_low": 0.99, "ci_high": 1.05, "verdict": "no significant difference"},
+    rows = [{"case": case, "ratio": 1.02, "ci_low": 0.99, "ci_high": 1.05, "verdict": "inconclusive"},
             {"case": case, "ratio": 1.30, "ci_low": 1.2, "ci_high": 1.4, "verdict": "better"}]
-    spec = chart_ratios(rows, x_title="ratio", verdict_names={"better": "better", "no significant difference": "same"})
+    spec = chart_ratios(rows, x_title="ratio", verdict_names={"better": "better", "inconclusive": "inconclusive"})
     labels = [d["case"] for d in spec["datasets"]["rows"]]
     assert len(set(labels)) == 2 and all(label.replace("\u200b", "").replace("\n", " ") == case for label in labels)
     assert not any("#" in label or "…" in label for label in labels)
     colours = next(e["scale"] for e in _by_field(spec, "verdict_name") if "scale" in e)
-    assert colours["domain"] == ["better", "same"]  # only the verdicts shown, in their fixed order
-    assert colours["range"] == [VERDICT_COLORS["better"], VERDICT_COLORS["no significant difference"]]
+    assert colours["domain"] == ["better", "inconclusive"]  # only the verdicts shown, in their fixed order
+    assert colours["range"] == [VERDICT_COLORS["better"], VERDICT_COLORS["inconclusive"]]
     x = next(e for e in _by_field(spec, "ci_low") if "axis" in e)
     assert x["scale"]["domain"][0] < 0.99 and x["scale"]["domain"][1] > 1.4 and 1.0 in x["axis"]["values"]
 

@@ -12,7 +12,7 @@ from reporter.model.compare import SUMMARY_COLUMNS, compare_labels, compute_summ
 from reporter.errors import ReporterError
 from reporter.data.load import load_archive
 from runformat.vocabulary import Analysis, NoteCode, Verdict
-from reporter.model.stats import VERDICT_BETTER, VERDICT_SAME, VERDICT_WORSE, VERDICTS
+from reporter.model.stats import VERDICT_BETTER, VERDICT_WORSE, VERDICTS
 from test_reporter_support import lognormal_processes, load_reference_aa, run_id, write_run
 
 ROW_COLUMNS = {
@@ -57,7 +57,7 @@ def test_ratio_is_oriented_so_above_one_is_better(ab_archive):
     assert time.ratio == pytest.approx(time.baseline_value / time.candidate_value)
     assert thr.ratio == pytest.approx(thr.candidate_value / thr.baseline_value)
     assert time.baseline_ci_low < time.baseline_value < time.baseline_ci_high
-    assert conv.verdict == VERDICT_SAME
+    assert not Verdict(conv.verdict).is_call
     assert time.flops == 2.0e9 and time.workload == "mm" and time.family == "other"
     assert (time.n_baseline_units, time.n_candidate_units, time.analysis) == (5, 5, Analysis.HIERARCHICAL.value)
     assert 0.01 < time.mde < 0.2 and time.processes_needed >= 2
@@ -176,7 +176,7 @@ def test_varying_zero_values_have_no_ratio(tmp_path):
         write_run(root, label, {"c[n=1]": [[1e-3, 1.1e-3]] * 3},
                   extra_metrics={"graph_breaks": {"c[n=1]": [[0, 1], [0, 0], [2, 0]]}}, run_id=run_id(i))
     row = compare_labels(load_archive(root), "x", "y").rows.set_index(["case_id", "metric"]).loc[("c[n=1]", "graph_breaks")]
-    assert row.verdict == Verdict.NO_RATIO.value and math.isnan(row.ratio) and row.notes[0].code == NoteCode.NONPOSITIVE
+    assert row.verdict == Verdict.NO_RATIO.value == "no ratio" and math.isnan(row.ratio) and row.notes[0].code == NoteCode.NONPOSITIVE
 
 
 def _interleaved_pair(root, rng, *, effect, schema2=True, n_proc=4, start_c="2026-12-02T14:05:13+00:00"):

@@ -597,7 +597,8 @@ def test_run_and_trend_pages_show_the_estimate_their_interval_is_about(in_tmp: P
     assert f"| {estimate:.2f} µs |" in row and "11.0 µs" not in row
     trend = (site / "trends" / "basic.md").read_text(encoding="utf-8")
     table = [line for line in trend.splitlines() if line.startswith("| matmul ")]
-    chart_data = [line for line in trend.splitlines() if line.lstrip().startswith("| golden-2.")]
+    # The chart's data table (indented in its collapsed block), not the neighbouring versions' table.
+    chart_data = [line for line in trend.splitlines() if line[:1].isspace() and line.lstrip().startswith("| golden-2.")]
     assert len(table) == 1 and table[0].count(f"{estimate:.2f} µs [") == 2
     assert len(chart_data) == 2 and all(f"| {estimate:.2f} µs |" in line for line in chart_data)
     assert "11.0 µs" not in trend

@@ -14,8 +14,12 @@ from runformat.vocabulary import Note, NoteCode, Verdict
 from reporter.present.notes import note_text
 from reporter.present.render import Messages
 from reporter.model.stats import (
+    MAX_PROCESSES,
+    MAX_RUNS,
+    MIN_UNITS,
     _trigamma_inverse,
     adjust_pvalues,
+    compute_display_level,
     compute_comparison,
     compute_grouped_summaries,
     compute_hierarchical_tests,
@@ -23,6 +27,7 @@ from reporter.model.stats import (
     compute_mde,
     compute_oneway,
     compute_processes_needed,
+    compute_runs_needed,
     compute_summary,
     compute_verdict,
     squeeze_variances,
@@ -163,13 +168,27 @@ def test_mde_and_processes_needed_agree():
     q = sst.t.ppf(0.975, df) + sst.t.ppf(0.80, df)
     assert mde == pytest.approx(math.expm1(math.log1p(0.01) + q * se))
     assert compute_mde([0.0], [df], noise=0.01)[0] == pytest.approx(0.01)
-    unit, run = 0.05**2, 0.0
+    unit, run = 0.01**2, 0.0
     n = compute_processes_needed([unit], [run], [df], runs=[1], paired=False, noise=0.01)[0]
-    at = compute_mde([math.sqrt(2 * unit / n)], [df], noise=0.01)[0]
-    before = compute_mde([math.sqrt(2 * unit / (n - 1))], [df], noise=0.01)[0]
+    at = compute_mde([math.sqrt(2 * unit / n)], [max(df, 2 * (n - 1))], noise=0.01)[0]
+    before = compute_mde([math.sqrt(2 * unit / (n - 1))], [max(df, 2 * (n - 2))], noise=0.01)[0]
     assert at <= 0.02 < before
     # A run component beyond the target: more processes cannot get there.
     assert math.isnan(compute_processes_needed([unit], [0.01], [df], runs=[1], paired=False, noise=0.01)[0])
+
+
+def test_planning_is_bounded_and_uses_the_df_of_the_planned_design():
+    # Two processes a side today (df 2): planned at today's df the advice ran to thousands.
+    unit = 0.01**2
+    n = compute_processes_needed([unit], [0.0], [2.0], runs=[1], paired=False, noise=0.01)[0]
+    assert MIN_UNITS <= n <= MAX_PROCESSES
+    at = compute_mde([math.sqrt(2 * unit / n)], [2 * (n - 1)], noise=0.01)[0]
+    assert at <= 0.02
+    # Beyond the bound: said as "cannot", never as a number above it.
+    assert math.isnan(compute_processes_needed([0.2**2], [0.0], [2.0], runs=[1], paired=False, noise=0.01)[0])
+    r = compute_runs_needed([unit], [0.005**2], [2.0], processes_per_run=[3], paired=False, noise=0.01)
+    assert 2 <= r[0] <= MAX_RUNS
+    assert math.isnan(compute_runs_needed([unit], [0.2**2], [2.0], processes_per_run=[3], paired=False, noise=0.01)[0])
 
 
 def test_bh_matches_scipy_false_discovery_control():
@@ -295,15 +314,55 @@ def test_summary_rejects_misshapen_input():
     [
         (1.20, 1.15, 1.25, 0.001, Verdict.BETTER),
         (0.80, 0.75, 0.85, 0.001, Verdict.WORSE),
-        (1.005, 1.002, 1.008, 0.001, Verdict.SAME),  # significant but inside the ±1% band
-        (1.02, 1.005, 1.035, 0.01, Verdict.SAME),  # significant, CI reaches into the band
-        (1.20, 1.15, 1.25, 0.20, Verdict.SAME),  # corrected test not significant
-        (1.00, 0.70, 1.40, 0.90, Verdict.SAME),
-        (float("nan"), float("nan"), float("nan"), float("nan"), Verdict.SAME),
+        (1.005, 1.002, 1.008, 0.001, Verdict.EQUIVALENT),  # significant but inside the ±1% band and ±2%
+        (1.02, 1.005, 1.035, 0.01, Verdict.INCONCLUSIVE),  # significant, CI reaches into the band and beyond 2%
+        (1.20, 1.15, 1.25, 0.20, Verdict.INCONCLUSIVE),  # corrected test not significant
+        (1.00, 0.70, 1.40, 0.90, Verdict.INCONCLUSIVE),  # could not have seen a 40% change
+        (1.00, 0.985, 1.015, 0.90, Verdict.EQUIVALENT),  # a change beyond ±2% ruled out
+        (1.00, 0.975, 1.015, 0.90, Verdict.INCONCLUSIVE),  # 2.5% slower not ruled out
+        (float("nan"), float("nan"), float("nan"), float("nan"), Verdict.INCONCLUSIVE),
     ],
 )
 def test_verdict_rules(ratio, lo, hi, p, expected):
     assert compute_verdict(ratio, lo, hi, p) == expected
+
+
+def test_equivalence_band_is_symmetric_on_log_scale():
+    e = 0.02
+    assert compute_verdict(1.0, 1 / 1.02, 1.02, 0.5, equivalence=e) is Verdict.EQUIVALENT
+    assert compute_verdict(1.0, 0.98, 1.02, 0.5, equivalence=e) is Verdict.INCONCLUSIVE  # 0.98 < 1/1.02
+    assert compute_verdict(1.0, 0.95, 1.05, 0.5, equivalence=0.05) is Verdict.INCONCLUSIVE
+    assert compute_verdict(1.0, 0.96, 1.04, 0.5, equivalence=0.05) is Verdict.EQUIVALENT
+
+
+def test_display_level_makes_every_interval_agree_with_the_corrected_verdict():
+    rng = np.random.default_rng(7)
+    for correction in ("bh", "holm"):
+        for _ in range(200):
+            m = int(rng.integers(1, 60))
+            z = rng.normal(0, 1, m) + np.where(rng.random(m) < 0.3, rng.normal(0, 4, m), 0)
+            df = rng.uniform(3, 40, m)
+            p = 2 * sst.t.sf(np.abs(z), df)
+            q = adjust_pvalues(p, correction)
+            level = compute_display_level(p, q, correction=correction)
+            half = sst.t.ppf(1 - (1 - level) / 2, df)
+            excludes = np.abs(z) > half  # the interval z ± t·1 leaves 0 out
+            np.testing.assert_array_equal(excludes, q < 0.05)
+            assert (level >= 0.95).all()
+            # rows whose 95% interval already agrees keep it
+            plain = (np.abs(z) > sst.t.ppf(0.975, df)) == (q < 0.05)
+            assert (level[plain & (q >= 0.05)] == 0.95).all()
+
+
+def test_display_level_of_selected_rows_is_benjamini_yekutieli():
+    p = np.array([0.0001, 0.004, 0.035, 0.2, 0.6])
+    q = adjust_pvalues(p, "bh")
+    level = compute_display_level(p, q)
+    r = int((q < 0.05).sum())
+    assert r == 2 and level[0] == level[1] == pytest.approx(1 - r * 0.05 / p.size)
+    assert level[2] == pytest.approx(1 - r * 0.05 / p.size)  # its 95% CI excludes 1, its test does not call it
+    assert level[3] == level[4] == 0.95
+    assert np.isnan(compute_display_level([np.nan], [np.nan])).all()
 
 
 # ------------------------------------------------------------------------ notes

@@ -41,13 +41,15 @@ def test_without_a_parseable_version_the_series_is_in_date_order() -> None:
     assert not ser.by_version and ser.labels == ("x-2.0", "x-1.0")
 
 
-def test_one_point_per_version_the_newest_label() -> None:
-    labels = ("a-1.0", "a-1.1", "b-9.9")  # b-9.9 stands alone: the series of the rest
-    info = {"a-1.0": LabelInfo("2.10.0", _day(1), _day(1)), "a-1.1": LabelInfo("2.10.0", _day(2), _day(4)),
+def test_labels_of_one_torch_version_are_ordered_by_their_names_versions() -> None:
+    # Image releases rebuilt around the same torch are each a point, compared with the previous:
+    # a-1.10 comes after a-1.9 (versions, not strings), whatever the dates say.
+    labels = ("a-1.10", "a-1.9", "b-9.9")  # b-9.9 stands alone: the series of the rest
+    info = {"a-1.10": LabelInfo("2.10.0", _day(1), _day(1)), "a-1.9": LabelInfo("2.10.0", _day(2), _day(4)),
             "b-9.9": LabelInfo("2.11.0", _day(3), _day(3))}
     series = compute_series(DeviceClass("cpu", labels, frozenset(), True), info)
     assert [s.name for s in series] == ["a-*", ""]
-    assert series[0].points == ("a-1.1",) and series[0].pairs == []
+    assert series[0].points == ("a-1.9", "a-1.10") and series[0].pairs == [("a-1.9", "a-1.10")]
 
 
 def _summaries(levels: dict[str, float], halfwidth: float = 0.01) -> pd.DataFrame:

@@ -29,6 +29,7 @@ from runformat.vocabulary import (
     FINGERPRINT_KEYS,
     OTHER_FAMILY,
     SECTIONS,
+    UNSETTLED,
     Note,
     ValueFormat,
     Verdict,
@@ -60,6 +61,7 @@ from reporter.article.data import (
     Side,
     StackRow,
 )
+from reporter.model.aa import aa_figures
 from reporter.model.compare import Comparison, compare_labels, compute_summaries, timing_methods
 from reporter.article.config import ComparisonSpec
 from reporter.article.confounders import (
@@ -73,7 +75,7 @@ from reporter.data.load import Archive
 from reporter.present.messages import Catalogue, catalogue
 from reporter.article.paths import article_page, distinct, run_page
 from reporter.model.scaling import WITHIN_UNIT, ScalingEfficiency, compute_scaling_table
-from reporter.model.stats import Geomean, compute_comparison, compute_percentiles
+from reporter.model.stats import MAX_PROCESSES, MAX_RUNS, Geomean, compute_comparison, compute_percentiles
 
 # Metrics the article leaves to the raw files: the host-side mirror of every device time.
 HIDDEN_METRICS = ("wall_time",)
@@ -146,6 +148,7 @@ def compute_article(
     hardware = any(x.what != TIMING_CONFOUNDER for x in confounders)
     timed_apart = any(x.what == TIMING_CONFOUNDER for x in confounders)
     headline = _headline(rows, geomeans, c, cross_device, hardware, warnings, timed_apart=timed_apart)
+    headline = _with_shared_shift(headline, rows, c, archive, None if cross_device else device, cache)
     calls = [r for r in rows if r.main and r.verdict.is_call]
     best = tuple(sorted((r for r in calls if r.verdict is Verdict.BETTER), key=lambda r: -r.ratio.value)[:TOP_N])
     worst = tuple(sorted((r for r in calls if r.verdict is Verdict.WORSE), key=lambda r: r.ratio.value)[:TOP_N])
@@ -672,8 +675,8 @@ def _headline(rows: list[CaseRow], geomeans: Mapping[str, Geomean], c: Compariso
         mdes = [r.mde for r in sub if r.mde is not None]
         families.append(FamilyHeadline(
             family=family, changes=tuple(calls[:HEADLINE_CHANGES]), n_significant=len(calls),
-            n_same=sum(r.verdict is Verdict.SAME for r in sub),
-            n_inconclusive=sum(r.verdict in (Verdict.NO_RATIO, Verdict.TOO_FEW) for r in sub), n_total=len(sub),
+            n_equivalent=sum(r.verdict is Verdict.EQUIVALENT for r in sub),
+            n_inconclusive=sum(r.verdict in UNSETTLED for r in sub), n_total=len(sub),
             geomean=Interval(g.ratio, g.ci_low, g.ci_high) if g and math.isfinite(g.ratio) and g.n_cases >= 2 else None,
             mde=float(np.median(mdes)) if mdes else None,
         ))
@@ -683,8 +686,37 @@ def _headline(rows: list[CaseRow], geomeans: Mapping[str, Geomean], c: Compariso
         families=tuple(families),
         geomean=Interval(g.ratio, g.ci_low, g.ci_high) if g.n_cases >= 2 and math.isfinite(g.ratio) else None,
         n_geomean=g.n_cases, counts=counts, total=len(rows), cross_device=cross_device, confounded=confounded,
-        warnings=warnings, timed_apart=timed_apart,
+        warnings=warnings, timed_apart=timed_apart, equivalence=c.equivalence,
     )
+
+
+# The share of the timed cases that must move the geomean's way for it to be read as a shift they share.
+SHARED_SHARE = 0.8
+SHARED_MIN_CASES = 5
+
+
+def _with_shared_shift(h: Headline, rows: list[CaseRow], c: Comparison, archive: Archive, device: str | None,
+                       cache: dict[Any, Any]) -> Headline:
+    """The headline with the device's A/A figures and, when the cases moved together, their shared shift."""
+    from dataclasses import replace
+
+    aa = None
+    if device:
+        key = ("aa", device)
+        if key not in cache:  # one device's A/A pairs serve every article on it
+            cache[key] = aa_figures(archive, {device}).get(device)
+        aa = cache[key]
+    g = c.geomean
+    timed = [r for r in rows if (c.geomean_metric is None or r.metric == c.geomean_metric)
+             and math.isfinite(r.p_adjusted) and _positive(r.ratio.value)]
+    shared = share = None
+    if (device and len(timed) >= SHARED_MIN_CASES and math.isfinite(g.ci_low) and math.isfinite(g.ci_high)
+            and (g.ci_low > 1 or g.ci_high < 1)):
+        # Shared: the cases' own intervals hold the common shift, not only lean its way.
+        share = sum(bool(r.ratio.low <= g.ratio <= r.ratio.high) for r in timed) / len(timed)
+        if share >= SHARED_SHARE:
+            shared = Interval(g.ratio, g.ci_low, g.ci_high)
+    return replace(h, shared_shift=shared, shared_share=share if shared else None, aa=aa)
 
 
 # ---- numerics -------------------------------------------------------------------------------------
@@ -973,8 +1005,8 @@ def _advice(c: Comparison, rows: list[CaseRow], confounders: Sequence[Confounder
             numerics: Sequence[NumericBlock]) -> tuple[Advice, ...]:
     better = sum(r.verdict is Verdict.BETTER for r in rows)
     worse = sum(r.verdict is Verdict.WORSE for r in rows)
-    same = sum(r.verdict is Verdict.SAME for r in rows)
-    inconclusive = sum(r.verdict in (Verdict.NO_RATIO, Verdict.TOO_FEW) for r in rows)
+    same = sum(r.verdict is Verdict.EQUIVALENT for r in rows)
+    inconclusive = sum(r.verdict in UNSETTLED for r in rows)
     out: list[Advice] = []
     hardware = tuple(x.what for x in confounders if x.what != TIMING_CONFOUNDER)
     if hardware:
@@ -993,6 +1025,15 @@ def _advice(c: Comparison, rows: list[CaseRow], confounders: Sequence[Confounder
         out.append(Advice("mixed"))
     if inconclusive:
         out.append(Advice("inconclusive", {"n": inconclusive}))
+    plan = c.advice
+    if plan is not None and plan.mde > plan.target:
+        if plan.resolvable:
+            out.append(Advice("resolve", {"family": plan.family, "target": plan.target, "mde": plan.mde,
+                                          "processes": plan.processes or "—", "runs": plan.runs or "—"}))
+        else:
+            out.append(Advice("unresolvable_paired" if plan.paired else "unresolvable",
+                              {"family": plan.family, "target": plan.target, "mde": plan.mde,
+                               "processes": MAX_PROCESSES, "runs": MAX_RUNS}))
     units = min([min(r.n_units) for r in rows] or [0])
     if units < 3:
         out.append(Advice("few_processes", {"n": units}))

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from runformat.vocabulary import Note, Verdict
+from reporter.model.aa import AAFigure
 
 
 @dataclass(frozen=True)
@@ -89,8 +90,8 @@ class FamilyHeadline:
     family: str
     changes: tuple[CaseRow, ...]  # the largest significant changes, largest first
     n_significant: int
-    n_same: int
-    n_inconclusive: int
+    n_equivalent: int  # equivalent: the CI inside the equivalence band
+    n_inconclusive: int  # inconclusive, too few replicates or no ratio: these runs cannot tell
     n_total: int
     geomean: Interval | None
     mde: float | None  # the median minimum detectable effect of its rows (fraction)
@@ -110,6 +111,13 @@ class Headline:
     # Confounders touching many of the cases (reporter.article.confounders): code, cases, total, sides.
     warnings: tuple[Note, ...] = ()
     timed_apart: bool = False  # the sides' runs were timed by different collector methods
+    equivalence: float = 0.02  # the equivalence band of the verdicts (fraction)
+    # A shift shared by the cases: the time geomean, when its CI leaves 1 out and the CIs of
+    # most timed cases (shared_share of them) hold it; None otherwise.
+    shared_shift: Interval | None = None
+    shared_share: float | None = None
+    # The A/A pairs of the device (reporter.model.aa): how often its repeats call rows and shift.
+    aa: AAFigure | None = None
 
 
 @dataclass(frozen=True)

@@ -5,9 +5,9 @@ A series is the labels of one device class whose names differ only in their vers
 another), since such labels were recorded the same way. Labels whose names match no
 other's form one series of the rest. Within a series the labels are ordered by the torch
 version their runs recorded (``collect_env torch_version``, e.g. ``2.13.0+cu130``, read
-with ``packaging.version``), not by the version in their name nor by date; when some
-label recorded none that parses, the series falls back to the date of each label's first
-run, and says so.
+with ``packaging.version``), then by the versions in their names, not by date; when
+some label recorded none that parses, the series falls back to the date of each label's
+first run, and says so.
 """
 
 from __future__ import annotations
@@ -35,9 +35,9 @@ class LabelInfo:
 class Series:
     """The labels of one series in release order, and the labels that are its points.
 
-    ``points``: one label per distinct version (where several labels share a version, the
-    one whose latest run is newest), in order: what change points and neighbouring
-    comparisons are computed over. ``by_version``: ordered by recorded version (else by
+    ``points``: the labels change points and neighbouring comparisons are computed over,
+    in order; every label is one, so labels that recorded the same torch version (an image
+    rebuilt with other packages around it) are each compared with their neighbour. ``by_version``: ordered by recorded version (else by
     date of first run).
     """
 
@@ -72,6 +72,17 @@ def compute_label_info(archive: Archive, run_ids: frozenset[str] | None = None) 
     return out
 
 
+def _name_version(label: str) -> tuple[Version, ...]:
+    """The versions written in a label's name, in order: ``img-1.10-torch-2.9`` -> (1.10, 2.9)."""
+    out = []
+    for token in _VERSION_TOKEN.findall(label):
+        try:
+            out.append(Version(token))
+        except InvalidVersion:
+            continue
+    return tuple(out)
+
+
 def _parsed(version: str | None) -> Version | None:
     try:
         return Version(version) if version else None
@@ -96,15 +107,12 @@ def compute_series(cls: DeviceClass, info: Mapping[str, LabelInfo]) -> list[Seri
         last = {lab: (info[lab].last if lab in info and info[lab].last is not None else never) for lab in labels}
         by_version = all(v is not None for v in parsed.values())
         if by_version:
-            ordered = sorted(labels, key=lambda lab: (parsed[lab], first[lab], lab))
-            newest: dict[Version, str] = {}
-            for lab in ordered:
-                if parsed[lab] not in newest or last[lab] >= last[newest[parsed[lab]]]:
-                    newest[parsed[lab]] = lab
-            points = tuple(lab for lab in ordered if newest[parsed[lab]] == lab)
+            # Labels that recorded one torch version (images rebuilt around the same torch) keep
+            # their own points, in the order of the versions in their names.
+            ordered = sorted(labels, key=lambda lab: (parsed[lab], _name_version(lab), first[lab], lab))
         else:
             ordered = sorted(labels, key=lambda lab: (first[lab], lab))
-            points = tuple(ordered)
+        points = tuple(ordered)
         out.append(Series(stem, tuple(ordered), points,
                           {lab: info[lab].version if lab in info else None for lab in labels}, by_version))
     return out

@@ -65,6 +65,9 @@ from reporter.present.notes import note_text
 from reporter.data.summary_cache import Rows, label_key
 from reporter.model.stats import (
     MIN_UNITS,
+    EQUIVALENCE,
+    MAX_PROCESSES,
+    MAX_RUNS,
     RESOLVE,
     VERDICTS,
     Geomean,
@@ -79,6 +82,7 @@ from reporter.model.stats import (
     compute_run_variance,
     compute_runs_needed,
     compute_verdict,
+    compute_display_level,
     moderated_components,
     sort_values_within_groups,
     squeeze_variances,
@@ -91,6 +95,8 @@ OTHER_FAMILY = "other"
 # Two runs of an interleaved recording of schema 1 (no interleave_group) started this
 # close together.
 PAIR_WINDOW_S = 60.0
+# At most this many runs lend run-to-run variance to a one-run side (those nearest in time).
+MAX_LENDER_RUNS = 16
 
 SUMMARY_COLUMNS = (
     "label", "case_id", "workload", "params", "metric", "unit", "better", "median", "ci_low", "ci_high",
@@ -106,9 +112,10 @@ MEASURED_UNITS = ("s", "items/s", "%")
 class Advice:
     """What it would take to resolve ±``target`` in the noisiest family of an article.
 
-    ``processes``: processes per side at the current runs (None: processes alone cannot,
-    the run-to-run component is too large); ``runs``: runs per side at the current
-    processes per run; ``mde``: the family's median MDE now.
+    ``processes``: processes per side at the current runs, at most ``MAX_PROCESSES`` (None:
+    no count up to it resolves ``target``); ``runs``: runs per side at the current processes
+    per run, at most ``MAX_RUNS`` (None likewise); ``mde``: the family's median MDE now;
+    ``paired``: the sides are already one interleaved recording.
     """
 
     family: str
@@ -116,6 +123,12 @@ class Advice:
     processes: int | None
     runs: int | None
     target: float = RESOLVE
+    paired: bool = False
+
+    @property
+    def resolvable(self) -> bool:
+        """Whether more processes or runs, within the bounds, would resolve ``target``."""
+        return self.processes is not None or self.runs is not None
 
 
 @dataclass
@@ -142,6 +155,8 @@ class Comparison:
     # The devices whose other runs were looked up to borrow run-level variance from (a side
     # with one run of a row); empty when the comparison read nothing but its two sides.
     borrowed_on: tuple[str, ...] = ()
+    # The equivalence band of the verdicts (``compute_verdict``).
+    equivalence: float = EQUIVALENCE
 
 
 # ------------------------------------------------------------------------ units
@@ -519,6 +534,7 @@ def compare_labels(
     alpha: float = 0.05,
     confidence: float = 0.95,
     moderate: bool = True,
+    equivalence: float | None = None,
 ) -> Comparison:
     """Compare ``candidate`` with ``baseline``; each is ``LABEL`` or ``LABEL@RUN_ID``.
 
@@ -557,7 +573,8 @@ def compare_labels(
     """
     if correction not in ("holm", "bh"):
         raise ReporterError(f"correction must be 'holm' or 'bh', not {correction!r}")
-    for name, value in (("noise", noise), ("single_band", single_band)):
+    equivalence = max(EQUIVALENCE, noise) if equivalence is None else equivalence
+    for name, value in (("noise", noise), ("single_band", single_band), ("equivalence", equivalence)):
         if not (np.isfinite(value) and 0 <= value < 1):
             raise ReporterError(f"{name} must be a fraction in [0, 1), not {value!r}")
     if not (0 < alpha < 1):
@@ -584,13 +601,14 @@ def compare_labels(
     lenders = _Lenders(archive, sides)
     rows = _compare_rows(
         lenders, sides, ub, uc, keys, pairs, noise=noise, single_band=single_band, correction=correction,
-        alpha=alpha, confidence=confidence, moderate=moderate,
+        alpha=alpha, confidence=confidence, moderate=moderate, equivalence=equivalence,
     )
     rows = _with_case_info(rows, pd.concat([sides["baseline"].cases, sides["candidate"].cases]), work=True)
     rows = rows.sort_values(["workload", "case_id", "metric"], kind="stable").reset_index(drop=True)
     metric = GEOMEAN_METRIC if (rows["metric"] == GEOMEAN_METRIC).any() else None
     geomean, geomeans = _geomeans(
-        lenders, sides, ub, uc, rows, metric, pairs, noise=noise, alpha=alpha, confidence=confidence
+        lenders, sides, ub, uc, rows, metric, pairs, noise=noise, alpha=alpha, confidence=confidence,
+        equivalence=equivalence,
     )
     tested = rows["analysis"].isin([Analysis.PAIRED.value, Analysis.HIERARCHICAL.value]) & rows["p_value"].notna()
     counts = Counter(rows["verdict"])
@@ -610,9 +628,10 @@ def compare_labels(
         analysis=(Analysis.PAIRED if pairs else Analysis.HIERARCHICAL).value,
         run_level_covered=bool(tested.any() and rows.loc[tested, "_run_level"].isin(["replicated", "borrowed"]).all()),
         mde=float(np.nanmedian(rows.loc[tested, "mde"])) if tested.any() else float("nan"),
-        advice=_advice(rows[tested]),
+        advice=_advice(rows[tested], paired=bool(pairs)),
         problems=list(archive.problems),
         borrowed_on=tuple(sorted(lenders.devices)) if lenders.used else (),
+        equivalence=equivalence,
     )
 
 
@@ -662,14 +681,15 @@ def run_methods(archive: Archive, *, policy: bool = True) -> dict[str, str]:
     ``timing_method``; runs recorded before it existed are one method, ``legacy``) and the
     suite's timing policy. Runs of one label recorded by different timers differ by the
     method as well as by chance, so the run-to-run variance borrowed for a one-run side is
-    estimated within methods only. Older runs are not told apart by the collector's commit:
-    most commits leave the timing alone, and splitting by them left one-run CPU pairs with
-    nothing to borrow, calling A/A rows different.
+    estimated within methods only. Numbered methods are not told apart by the collector's
+    commit: most commits leave the timing alone, and splitting by them left one-run CPU pairs
+    with nothing to borrow. Runs of the unnumbered (legacy) timer are, with ``policy``: two
+    H200 collectors of that timer moved the time geomean of one stack by 9.6%.
     """
     env = archive.environment
     if env.empty:
         return {}
-    keys = {("run", "timing_method"): "timing", ("run", "policy"): "policy"}
+    keys = {("run", "timing_method"): "timing", ("run", "policy"): "policy", ("run", "git_commit"): "commit"}
     section, key = env["section"].astype(str), env["key"].astype(str)
     wanted = np.zeros(len(env), dtype=bool)
     for sec, k in keys:
@@ -683,6 +703,10 @@ def run_methods(archive: Archive, *, policy: bool = True) -> dict[str, str]:
     for run_id in archive.runs["run_id"].astype(str):
         f = found.get(run_id, {})
         method = f"timing={f.get('timing') or 'legacy'}"
+        if policy and not f.get("timing"):
+            # An unnumbered (legacy) timer is known only by the code that ran it: its runs
+            # lend to each other only within one collector commit.
+            method += f";commit={f.get('commit', '')}"
         out[run_id] = f"{method};policy={f.get('policy', '')}" if policy else method
     return out
 
@@ -698,7 +722,9 @@ def _borrow_pool(archive: Archive, sides: dict[str, Archive]) -> pd.DataFrame:
     among the runs recorded with a method of the compared runs (``run_methods``).
 
     The ``label`` column of the result names the label and the method, so variance is
-    pooled only between runs measured the same way.
+    pooled only between runs measured the same way. Runs recorded nearest in time to the
+    compared runs come first: at most ``MAX_LENDER_RUNS`` of them lend, so a device's
+    archive that grows over months lends what its machines do now.
     """
     devices = _device_names(sides["baseline"]) | _device_names(sides["candidate"])
     runs = archive.runs
@@ -711,10 +737,10 @@ def _borrow_pool(archive: Archive, sides: dict[str, Archive]) -> pd.DataFrame:
     same = same[same["run_id"].astype(str).map(methods).fillna("").isin(compared)]
     group = same["label"].astype(str) + "\x1f" + same["run_id"].astype(str).map(methods).fillna("")
     per_group = same.groupby(group)["run_id"].nunique()
-    groups = set(per_group[per_group >= 2].index)
-    if not groups:
+    keep = same[group.isin(set(per_group[per_group >= 2].index))]
+    keep = _nearest_runs(keep, sides, group)
+    if keep.empty:
         return pd.DataFrame()
-    keep = same[group.isin(groups)]
     ids = set(keep["run_id"].astype(str))
     if len(ids) == len(archive.runs):  # every run of the archive: no copy of its samples
         sub = archive
@@ -727,6 +753,21 @@ def _borrow_pool(archive: Archive, sides: dict[str, Archive]) -> pd.DataFrame:
     run_ids = pool["run_id"].astype(str)
     pool["label"] = pool["label"].astype(str) + "\x1f" + run_ids.map(methods).fillna("")
     return pool
+
+
+def _nearest_runs(runs: pd.DataFrame, sides: dict[str, Archive], group: pd.Series) -> pd.DataFrame:
+    """The ``MAX_LENDER_RUNS`` runs of ``runs`` nearest in start time to the compared runs, in
+    groups (``group``: label and method) that keep two runs or more."""
+    if runs.empty:
+        return runs
+    starts = pd.concat([s.runs["started_at"] for s in sides.values()])
+    centre = starts.dropna().median() if starts.notna().any() else None
+    if centre is not None and runs["started_at"].notna().all():
+        runs = runs.assign(_gap=(runs["started_at"] - centre).abs()).sort_values(["_gap", "run_id"], kind="stable")
+        runs = runs.head(MAX_LENDER_RUNS).drop(columns="_gap")
+    g = group.reindex(runs.index)
+    sizes = runs.groupby(g)["run_id"].transform("nunique")
+    return runs[sizes >= 2]
 
 
 class _Lenders:
@@ -782,17 +823,18 @@ def _moderated(
 
 def _pool_run_variance(
     pool: pd.DataFrame, code_of: dict[tuple[str, str], int], n_rows: int, x: np.ndarray, moderate: bool, sign: np.ndarray
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Per row: the run-level variance borrowed from ``pool``, its df, and the runs it rests on."""
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[tuple[str, ...]]]:
+    """Per row: the run-level variance borrowed from ``pool``, its df, the runs it rests on and their labels."""
     nan = np.full(n_rows, np.nan)
+    none: list[tuple[str, ...]] = [() for _ in range(n_rows)]
     if pool.empty:
-        return nan, nan, np.zeros(n_rows)
+        return nan, nan, np.zeros(n_rows), none
     code = np.array([code_of.get(k, -1) for k in zip(pool["case_id"].tolist(), pool["metric"].tolist())], dtype=np.int64)
     keep = (code >= 0) & (pool["median"].to_numpy() > 0)
     p = pool[keep]
     code = code[keep]
     if p.empty:
-        return nan, nan, np.zeros(n_rows)
+        return nan, nan, np.zeros(n_rows), none
     label = pd.factorize(p["label"])[0]
     units = _codes(p["run_id"], p["process"])
     # Each lender run's shared effect is its median over the rows: a run in which only some
@@ -806,7 +848,14 @@ def _pool_run_variance(
     )
     var, df = compute_run_variance(ow, within, between)
     n_runs = np.where(ow.df_between > 0, np.sum(np.where(ow.n_groups >= 2, ow.n_groups, 0), axis=1), 0)
-    return var, df, n_runs
+    lent = pd.DataFrame({"row": code, "label": p["label"].astype(str).str.partition("\x1f")[0].to_numpy(),
+                         "group": label, "run": p["run_id"].astype(str).to_numpy()})
+    runs_per = lent.groupby(["row", "group"])["run"].transform("nunique")
+    lent = lent[runs_per >= 2].drop_duplicates(["row", "label"])
+    labels = list(none)
+    for row, names in lent.groupby("row")["label"]:
+        labels[int(row)] = tuple(sorted(names))
+    return var, df, n_runs, labels
 
 
 def _compare_rows(
@@ -823,6 +872,7 @@ def _compare_rows(
     alpha: float,
     confidence: float,
     moderate: bool,
+    equivalence: float,
 ) -> pd.DataFrame:
     """The statistics of every matched (case, metric)."""
     n = len(keys)
@@ -889,6 +939,7 @@ def _compare_rows(
     x = _covariate(spread, spread_rows, n)
     ind, w_ind, b_ind, d0_ind, prior_ind = _moderated(*ind_arrays, sign=sign, n_rows=n, n_sides=2, x=x, moderate=moderate)
     borrowed_runs = np.zeros(n)
+    lender_labels: list[tuple[str, ...]] = [() for _ in range(n)]
     if pairs:
         d, w_t, b_t, d0, prior = _moderated(yc - yb, rows_arr, np.zeros_like(rows_arr), grp, rnd, sign=sign, n_rows=n,
                                             n_sides=1, x=x, moderate=moderate)
@@ -898,7 +949,7 @@ def _compare_rows(
     else:
         borrowed = None
         if (testable & (ind.df_between == 0)).any():
-            var, dfv, borrowed_runs = _pool_run_variance(lenders.pool(), code_of, n, x, moderate, sign)
+            var, dfv, borrowed_runs, lender_labels = _pool_run_variance(lenders.pool(), code_of, n, x, moderate, sign)
             borrowed = (var, dfv)
         tests = compute_hierarchical_tests(ind, higher_is_better=higher, paired=False, within=w_ind, between=b_ind,
                                            borrowed=borrowed, confidence=confidence)
@@ -926,6 +977,14 @@ def _compare_rows(
     lo, hi = np.exp(tests.ci_low), np.exp(tests.ci_high)
     p = np.where(tested, tests.p_value, np.nan)
     p_adj = adjust_pvalues(p, correction)
+    # The CI shown beside a verdict is at the level at which it agrees with the corrected test.
+    level_shown = compute_display_level(p, p_adj, correction=correction, alpha=alpha, confidence=confidence)
+    adjusted = tested & (level_shown > confidence)
+    if adjusted.any():
+        with np.errstate(invalid="ignore"):
+            half = stdtrit(tests.df, 1 - (1 - np.where(adjusted, level_shown, confidence)) / 2) * tests.se
+        lo = np.where(adjusted, np.exp(tests.estimate - half), lo)
+        hi = np.where(adjusted, np.exp(tests.estimate + half), hi)
     mde = np.where(tested, compute_mde(tests.se, tests.df, noise=noise, alpha=alpha), np.nan)
     runs_now = np.minimum(test_ow.n_groups[:, 0], test_ow.n_groups[:, -1])
     needed = compute_processes_needed(w_t[0], tests.run_var, tests.df, runs=runs_now, paired=bool(pairs), noise=noise, alpha=alpha)
@@ -973,7 +1032,7 @@ def _compare_rows(
                               n_candidate=int(test_ow.n_units[i, -1]), needed=int(needed[i])))
             lo_out[i] = hi_out[i] = np.nan
         else:
-            v = compute_verdict(ratio[i], lo[i], hi[i], p_adj[i], noise=noise, alpha=alpha)
+            v = compute_verdict(ratio[i], lo[i], hi[i], p_adj[i], noise=noise, equivalence=equivalence, alpha=alpha)
             verdicts.append(v.value)
             analyses.append(analysis_tested.value)
             if pairs:
@@ -984,10 +1043,12 @@ def _compare_rows(
                                   n_candidate_runs=int(fc["n_runs"].iat[i])))
             elif level == "borrowed":
                 rn.append(Note.of(NoteCode.RUN_LEVEL_BORROWED, runs=int(borrowed_runs[i])))
+            if adjusted[i]:
+                rn.append(Note.of(NoteCode.ADJUSTED_INTERVAL, level=round(float(level_shown[i]), 4)))
             significant = np.isfinite(p_adj[i]) and p_adj[i] < alpha
-            if v == Verdict.SAME and significant:
+            if not v.is_call and significant:
                 rn.append(Note.of(NoteCode.WITHIN_NOISE, noise=noise))
-            elif v == Verdict.SAME and (lo[i] < 1 / (1 + single_band) or hi[i] > 1 + single_band):
+            elif v == Verdict.INCONCLUSIVE and (lo[i] < 1 / (1 + single_band) or hi[i] > 1 + single_band):
                 rn.append(Note.of(NoteCode.TOO_NOISY, band=single_band))
         notes.append(tuple(rn))
     idx = pd.DataFrame(keys, columns=["case_id", "metric"])
@@ -1008,6 +1069,7 @@ def _compare_rows(
             "ratio": ratio_out,
             "ci_low": lo_out,
             "ci_high": hi_out,
+            "ci_level": np.where(tested, level_shown, np.nan),
             "p_value": p,
             "p_adjusted": p_adj,
             "verdict": verdicts,
@@ -1022,6 +1084,9 @@ def _compare_rows(
             "n_candidate_runs": fc["n_runs"].fillna(0).to_numpy(np.int64),
             "n_baseline_samples": fb["n_samples"].fillna(0).to_numpy(np.int64),
             "n_candidate_samples": fc["n_samples"].fillna(0).to_numpy(np.int64),
+            "lender_labels": [", ".join(x) if tested[i] and tests.run_level[i] == "borrowed" else "" for i, x in enumerate(lender_labels)],
+            "lender_runs": np.where(tested & (tests.run_level == "borrowed"), borrowed_runs, 0).astype(np.int64),
+            "run_sd": np.where(tested & (tests.run_level != "none"), np.sqrt(np.nan_to_num(tests.run_var)), np.nan),
             "_run_level": np.where(tested, tests.run_level, ""),
             "_runs_needed": np.where(tested, runs_needed, np.nan),
         }
@@ -1066,6 +1131,7 @@ def _geomeans(
     noise: float,
     alpha: float,
     confidence: float,
+    equivalence: float,
 ) -> tuple[Geomean, dict[str, Geomean]]:
     """The overall and per-family geomeans, each with a CI over replicate units.
 
@@ -1081,10 +1147,11 @@ def _geomeans(
         chosen = chosen[chosen["metric"] == metric]
     out: dict[str, Geomean] = {}
     families = sorted(set(chosen["family"]))
-    overall = _geomean_of(lenders, sides, ub, uc, chosen, "all", pairs, noise=noise, alpha=alpha, confidence=confidence)
+    overall = _geomean_of(lenders, sides, ub, uc, chosen, "all", pairs, noise=noise, alpha=alpha, confidence=confidence,
+                          equivalence=equivalence)
     for fam in families:
         out[fam] = _geomean_of(lenders, sides, ub, uc, chosen[chosen["family"] == fam], fam, pairs,
-                               noise=noise, alpha=alpha, confidence=confidence)
+                               noise=noise, alpha=alpha, confidence=confidence, equivalence=equivalence)
     return overall, out
 
 
@@ -1146,6 +1213,7 @@ def _geomean_of(
     noise: float,
     alpha: float,
     confidence: float,
+    equivalence: float,
 ) -> Geomean:
     k = len(chosen)
     if k == 0:
@@ -1184,7 +1252,7 @@ def _geomean_of(
     lo, hi = np.exp(log_ratio - tq * se), np.exp(log_ratio + tq * se)
     p = float(2 * stdtr(df, -abs(log_ratio) / se))
     ratio = float(np.exp(log_ratio))
-    verdict = compute_verdict(ratio, lo, hi, p, noise=noise, alpha=alpha)
+    verdict = compute_verdict(ratio, lo, hi, p, noise=noise, equivalence=equivalence, alpha=alpha)
     return Geomean(
         ratio, float(lo), float(hi), k, family=family, n_units=n_units, verdict=verdict.value, analysis=analysis.value,
         mde=float(compute_mde([se], [df], noise=noise, alpha=alpha)[0]), p_value=p, run_level=str(t.run_level[0]),
@@ -1206,8 +1274,8 @@ def _pool_geomean_variance(pool: pd.DataFrame, chosen: pd.DataFrame) -> tuple[np
     return (var, df) if np.isfinite(var[0]) else None
 
 
-def _advice(tested: pd.DataFrame) -> Advice | None:
-    """The noisiest family (largest median MDE) and what would resolve ±2% there."""
+def _advice(tested: pd.DataFrame, *, paired: bool) -> Advice | None:
+    """The noisiest family (largest median MDE) and what would resolve ±2% there, within the bounds."""
     if tested.empty or not np.isfinite(tested["mde"]).any():
         return None
     by = tested.groupby("family")["mde"].median()
@@ -1221,7 +1289,8 @@ def _advice(tested: pd.DataFrame) -> Advice | None:
         m = float(np.nanmedian(v)) if np.isfinite(v).any() else math.nan
         return int(math.ceil(m)) if math.isfinite(m) else None
 
-    return Advice(family=family, mde=float(by.max()), processes=whole(rows["processes_needed"]), runs=whole(rows["_runs_needed"]))
+    return Advice(family=family, mde=float(by.max()), processes=whole(rows["processes_needed"]), runs=whole(rows["_runs_needed"]),
+                  paired=paired)
 
 
 # -------------------------------------------------------------------- helpers

@@ -66,8 +66,8 @@ from runformat.vocabulary import Analysis, Verdict
 # Verdict strings, kept under their old names for readers of earlier versions.
 VERDICT_BETTER = Verdict.BETTER.value
 VERDICT_WORSE = Verdict.WORSE.value
-VERDICT_SAME = Verdict.SAME.value
-VERDICT_INCONCLUSIVE = Verdict.NO_RATIO.value
+VERDICT_EQUIVALENT = Verdict.EQUIVALENT.value
+VERDICT_INCONCLUSIVE = Verdict.INCONCLUSIVE.value
 VERDICTS = tuple(v.value for v in Verdict)
 
 # Fewer replicate units than this on a side and no between-unit variation can be estimated.
@@ -75,6 +75,12 @@ MIN_UNITS = 2
 # The power and the change a row's MDE and processes_needed refer to.
 POWER = 0.80
 RESOLVE = 0.02
+# The equivalence band of a verdict: a CI wholly inside ±EQUIVALENCE rules out a change
+# beyond it. The same ±2% that replicate advice aims to resolve.
+EQUIVALENCE = RESOLVE
+# Replicate advice a user can follow: never more than this many processes or runs a side.
+MAX_PROCESSES = 30
+MAX_RUNS = 20
 # Degrees of freedom beyond which Student's t is the normal distribution to 6 digits.
 _DF_CAP = 1e6
 # --------------------------------------------------------------------------- summaries
@@ -784,6 +790,17 @@ def compute_mde(se: ArrayLike, df: ArrayLike, *, noise: float, alpha: float = 0.
         return np.expm1(np.log1p(noise) + _quantile_sum(df, alpha, power) * s)
 
 
+def _smallest_reaching(se2: np.ndarray, df: np.ndarray, counts: np.ndarray, *, noise: float, target: float,
+                       alpha: float, power: float) -> np.ndarray:
+    """Per row, the first of ``counts`` whose design (``se2``, ``df``: rows × counts) has an MDE of
+    at most ``target``; NaN when none does."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mde = np.expm1(np.log1p(noise) + _quantile_sum(df, alpha, power) * np.sqrt(se2))
+    reach = mde <= target
+    first = np.argmax(reach, axis=1)
+    return np.where(reach.any(axis=1), counts[first].astype(np.float64), np.nan)
+
+
 def compute_processes_needed(
     unit_var: ArrayLike,
     run_var: ArrayLike,
@@ -795,26 +812,29 @@ def compute_processes_needed(
     target: float = RESOLVE,
     alpha: float = 0.05,
     power: float = POWER,
+    limit: int = MAX_PROCESSES,
 ) -> np.ndarray:
-    """Processes per side (rounds when paired) for the MDE to reach ``target``, at ``runs`` runs.
+    """Processes per side (rounds when paired), at most ``limit``, for the MDE to reach ``target`` at ``runs`` runs.
 
     With ``σ²_unit`` and ``σ²_run`` the row's variance components, ``n`` processes a side
     spread over ``R`` runs give ``se² = k(σ²_run/R + σ²_unit/n)`` (``k = 2`` for two
-    independent sides, 1 for paired differences). The needed ``se`` follows from
-    ``compute_mde`` at the row's df; ``n`` is the smallest integer reaching it, at least
-    ``MIN_UNITS``. NaN when the run component alone exceeds it (more runs are needed,
-    ``compute_runs_needed``) or the variance is unknown.
+    independent sides, 1 for paired differences), at ``max(df, k(n - 1))`` degrees of
+    freedom: more processes only add df, and the df of today's few processes would ask
+    for thousands. ``n`` is the smallest count from ``MIN_UNITS`` to ``limit`` whose MDE
+    (``compute_mde``) reaches ``target``. NaN when none does (the run component, or the
+    noise within processes, is too large for processes alone: more runs,
+    ``compute_runs_needed``, pairing or a longer time budget) or the variance is unknown.
     """
-    su = np.asarray(unit_var, dtype=np.float64)
-    sr = np.nan_to_num(np.asarray(run_var, dtype=np.float64))
-    R = np.maximum(np.asarray(runs, dtype=np.float64), 1)
+    su = np.asarray(unit_var, dtype=np.float64)[:, None]
+    sr = np.nan_to_num(np.asarray(run_var, dtype=np.float64))[:, None]
+    R = np.maximum(np.asarray(runs, dtype=np.float64), 1)[:, None] * np.ones_like(su)
+    d = np.asarray(df, dtype=np.float64)[:, None]
     k = 1.0 if paired else 2.0
-    with np.errstate(invalid="ignore", divide="ignore"):
-        se_t = (np.log1p(target) - np.log1p(noise)) / _quantile_sum(df, alpha, power)
-        room = se_t**2 / k - sr / R
-        n = np.ceil(su / room)
-        n = np.where((room > 0) & np.isfinite(n), np.maximum(n, MIN_UNITS), np.nan)
-    return n
+    n = np.arange(MIN_UNITS, max(limit, MIN_UNITS) + 1, dtype=np.float64)
+    with np.errstate(invalid="ignore"):
+        se2 = k * (sr / R + su / n[None, :])
+        dfn = np.fmax(d, k * (n[None, :] - 1))
+    return _smallest_reaching(se2, dfn, n, noise=noise, target=target, alpha=alpha, power=power)
 
 
 def compute_runs_needed(
@@ -828,20 +848,24 @@ def compute_runs_needed(
     target: float = RESOLVE,
     alpha: float = 0.05,
     power: float = POWER,
+    limit: int = MAX_RUNS,
 ) -> np.ndarray:
-    """Runs per side, at ``processes_per_run``, for the MDE to reach ``target`` (at least 2).
+    """Runs per side (2 to ``limit``), at ``processes_per_run``, for the MDE to reach ``target``.
 
-    ``se² = k(σ²_run + σ²_unit/m)/R`` at ``m`` processes a run; an unknown ``σ²_unit``
-    (one process a run: ``σ²_run`` then holds both levels) counts as 0.
+    ``se² = k(σ²_run + σ²_unit/m)/R`` at ``m`` processes a run, at ``max(df, k(R - 1))``
+    degrees of freedom; an unknown ``σ²_unit`` (one process a run: ``σ²_run`` then holds
+    both levels) counts as 0. NaN when no count up to ``limit`` reaches ``target``.
     """
-    su = np.nan_to_num(np.asarray(unit_var, dtype=np.float64))
-    sr = np.nan_to_num(np.asarray(run_var, dtype=np.float64))
-    m = np.maximum(np.asarray(processes_per_run, dtype=np.float64), 1)
+    su = np.nan_to_num(np.asarray(unit_var, dtype=np.float64))[:, None]
+    sr = np.nan_to_num(np.asarray(run_var, dtype=np.float64))[:, None]
+    m = np.maximum(np.asarray(processes_per_run, dtype=np.float64), 1)[:, None]
+    d = np.asarray(df, dtype=np.float64)[:, None]
     k = 1.0 if paired else 2.0
+    r = np.arange(2, max(limit, 2) + 1, dtype=np.float64)
     with np.errstate(invalid="ignore", divide="ignore"):
-        se_t = (np.log1p(target) - np.log1p(noise)) / _quantile_sum(df, alpha, power)
-        r = np.ceil(k * (sr + su / m) / se_t**2)
-    return np.where(np.isfinite(r) & (se_t > 0), np.maximum(r, 2), np.nan)
+        se2 = k * (sr + su / m) / r[None, :]
+        dfr = np.fmax(d, k * (r[None, :] - 1))
+    return _smallest_reaching(se2, dfr, r, noise=noise, target=target, alpha=alpha, power=power)
 
 
 def compute_comparison(
@@ -1010,32 +1034,71 @@ def adjust_pvalues(p: ArrayLike, method: str = "bh") -> np.ndarray:
 # ----------------------------------------------------------------------------- verdict
 
 
-def compute_verdict(ratio: float, ci_low: float, ci_high: float, p_adjusted: float, *, noise: float = 0.01, alpha: float = 0.05) -> Verdict:
-    """Better / worse / no significant difference for a row that was tested.
+def compute_verdict(
+    ratio: float, ci_low: float, ci_high: float, p_adjusted: float, *, noise: float = 0.01,
+    equivalence: float = EQUIVALENCE, alpha: float = 0.05,
+) -> Verdict:
+    """Better / worse / equivalent / inconclusive for a row that was tested.
 
     Args:
-        ratio, ci_low, ci_high: the oriented ratio (> 1 is better) and its CI.
+        ratio, ci_low, ci_high: the oriented ratio (> 1 is better) and the CI shown beside
+            the verdict (``compute_display_level``: 95%, or the adjusted level where the
+            corrected test needs it).
         p_adjusted: the p-value after the article's false-discovery-rate control.
         noise: the noise band ``b``: a ratio within ``[1/(1+b), 1+b]`` is no change worth
-            reporting. The band is symmetric on log scale so that swapping the sides swaps
+            reporting. Bands are symmetric on log scale, so swapping the sides swaps
             better and worse exactly.
+        equivalence: the equivalence band ``e``: a CI inside ``[1/(1+e), 1+e]`` rules out
+            a change beyond ±e (two one-sided tests at the CI's level, Schuirmann 1987).
         alpha: the significance level for ``p_adjusted``.
 
     Returns:
         ``Verdict.BETTER`` / ``Verdict.WORSE`` when ``p_adjusted < alpha`` and the whole
-        CI lies above ``1 + b`` / below ``1/(1 + b)``; ``Verdict.SAME`` otherwise
-        (including a row without a finite CI or p-value: rows with too few units,
-        deterministic values or no ratio get their verdicts from ``reporter.model.compare``
-        before any test).
+        CI lies above ``1 + b`` / below ``1/(1 + b)``; else ``Verdict.EQUIVALENT`` when
+        the CI lies inside the equivalence band; else ``Verdict.INCONCLUSIVE`` (also for a
+        row without a finite CI or p-value: rows with too few units, deterministic values
+        or no ratio get their verdicts from ``reporter.model.compare`` before any test).
     """
     if not (np.isfinite(ratio) and np.isfinite(ci_low) and np.isfinite(ci_high) and np.isfinite(p_adjusted)):
-        return Verdict.SAME
+        return Verdict.INCONCLUSIVE
     upper = 1.0 + noise
     if p_adjusted < alpha and ci_low > upper:
         return Verdict.BETTER
     if p_adjusted < alpha and ci_high < 1.0 / upper:
         return Verdict.WORSE
-    return Verdict.SAME
+    if ci_low >= 1.0 / (1.0 + equivalence) and ci_high <= 1.0 + equivalence:
+        return Verdict.EQUIVALENT
+    return Verdict.INCONCLUSIVE
+
+
+def compute_display_level(p_value: ArrayLike, p_adjusted: ArrayLike, *, correction: str = "bh", alpha: float = 0.05,
+                          confidence: float = 0.95) -> np.ndarray:
+    """Per tested row, the level of the CI shown beside its verdict, so that the two agree.
+
+    A row's marginal 95% CI can exclude 1 while its corrected p-value is not significant
+    (or the other way round). With ``m`` tested rows of which ``R`` are selected
+    (``p_adjusted < alpha``), the level ``L = 1 - max(R, 1)·alpha/m`` (Benjamini–Hochberg;
+    Holm: ``1 - alpha/(m - R + 1)``) separates them exactly: every selected row's p-value
+    is at most ``1 - L`` and every other row's above it, so at level ``L`` the selected
+    rows' CIs exclude 1 and the others' hold it. For the selected rows these are the
+    false-coverage-rate-adjusted intervals of Benjamini & Yekutieli (2005), which cover
+    their true ratios with FCR at most ``alpha``. Returns ``L`` for the selected rows and
+    for rows whose marginal CI would exclude 1 unselected; ``confidence`` for the others
+    (their marginal CI already agrees); NaN for untested rows.
+    """
+    p = np.asarray(p_value, dtype=np.float64)
+    q = np.asarray(p_adjusted, dtype=np.float64)
+    tested = np.isfinite(p) & np.isfinite(q)
+    m = int(tested.sum())
+    if m == 0:
+        return np.full(p.shape, np.nan)
+    selected = tested & (q < alpha)
+    r = int(selected.sum())
+    level = 1 - alpha / (m - r + 1) if correction == "holm" else 1 - max(r, 1) * alpha / m
+    level = max(level, confidence)
+    disagree = tested & ~selected & (p < 1 - confidence)
+    out = np.where(selected | disagree, level, confidence)
+    return np.where(tested, out, np.nan)
 
 
 # ---------------------------------------------------------------------------- geomean

@@ -59,8 +59,9 @@ MAX_TICKS = 7
 VERDICT_COLORS = {
     "better": "#1a9850",
     "worse": "#d73027",
-    "no significant difference": "#7f7f7f",
-    "inconclusive": "#fdae61",
+    "equivalent": "#4d4d4d",
+    "inconclusive": "#a6a6a6",
+    "no ratio": "#fdae61",
 }
 # Baseline, candidate (Paul Tol's bright scheme): apart from the verdict colours, and told
 # apart with any colour vision.

@@ -15,7 +15,7 @@ from runformat.vocabulary import Note
 from reporter.present.messages import Catalogue
 
 # Parameters that hold a fraction and read as a percentage.
-FRACTION_PARAMS = frozenset({"noise", "band"})
+FRACTION_PARAMS = frozenset({"noise", "band", "level"})
 # Parameters that hold a word of the catalogue: the parameter and the table its words are in.
 WORD_PARAMS = {"side": "side", "setting": "setting_name"}
 

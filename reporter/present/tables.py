@@ -86,6 +86,7 @@ RECORD_KEYS = (
     "candidate_median", "ratio", "ci_low", "ci_high", "p_value", "p_adjusted", "verdict", "analysis", "mde",
     "processes_needed", "notes", "note", "baseline_ci_low", "baseline_ci_high", "candidate_ci_low",
     "candidate_ci_high", "n_baseline_units", "n_candidate_units", "n_baseline_runs", "n_candidate_runs", "n_cases",
+    "ci_level", "lender_labels", "lender_runs", "run_sd",
 )
 
 

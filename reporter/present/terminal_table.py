@@ -180,13 +180,32 @@ def headline_lines(a: ArticleData, t: Catalogue) -> list[str]:
                 text += t.plain("headline.more", n=f.n_significant - len(f.changes))
             text += t.plain("headline.end")
         else:
-            text = t.plain("headline.all_inconclusive" if f.n_inconclusive == f.n_total else "headline.none", n=f.n_total)
-            if f.mde is not None:
+            band = plain(fmt_percent(h.equivalence))
+            if f.n_inconclusive == f.n_total:
+                text = t.plain("headline.all_inconclusive", n=f.n_total)
+            elif f.n_equivalent == f.n_total:
+                text = t.plain("headline.all_equivalent", n=f.n_total, band=band)
+            else:
+                text = t.plain("headline.none", n=f.n_total)
+                if f.n_equivalent:
+                    text += " " + t.plain("headline.equivalent", n=f.n_equivalent, total=f.n_total, band=band)
+            if f.mde is not None and f.n_equivalent < f.n_total:
                 text += " " + t.plain("headline.mde", mde=plain(fmt_percent(f.mde)))
         out.append(f"{name}: {text}")
     out.append(counts_line(h.counts, h.total, t))
     if h.geomean is not None:
         out.append(t.plain("headline.geomean", ratio=plain(fmt_ratio_ci(h.geomean)), n=h.n_geomean))
+    if h.shared_shift is not None:
+        text = t.plain("headline.shared_shift", ratio=plain(fmt_ratio_ci(h.shared_shift)),
+                       share=plain(fmt_percent(h.shared_share)))
+        if h.aa is not None:
+            text += " " + t.plain("headline.aa_share", share=plain(fmt_percent(h.aa.share_at_least(h.shared_shift.value))),
+                                  pairs=h.aa.pairs)
+        out.append(text)
+    if h.aa is not None:
+        out.append(t.plain("headline.aa", pairs=h.aa.pairs, rate=plain(fmt_percent(h.aa.false_call_rate)),
+                           tested=h.aa.rows_tested, median=plain(fmt_percent(h.aa.median_shift)),
+                           largest=plain(fmt_percent(h.aa.largest_shift))))
     if h.cross_device:
         out.append(t.plain("headline.cross_device"))
     return [x.replace("**", "") for x in out]

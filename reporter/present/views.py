@@ -20,8 +20,8 @@ from reporter.present.tables import Column, Table
 
 RAW_FILES = ("environment.parquet", "cases.parquet", "samples.parquet")
 VERDICT_MARK = {Verdict.BETTER: "▲ ", Verdict.WORSE: "▼ "}
-VERDICT_KEY = {Verdict.BETTER: "better", Verdict.WORSE: "worse", Verdict.SAME: "same", Verdict.NO_RATIO: "inconclusive",
-               Verdict.TOO_FEW: "too_few", Verdict.CHANGED: "changed", Verdict.UNCHANGED: "unchanged"}
+# Each verdict is said by the [verdict] message named after it (Verdict.TOO_FEW: "too_few").
+VERDICT_KEY = {v: v.name.lower() for v in Verdict}
 SUPERSCRIPTS = str.maketrans("0123456789", "⁰¹²³⁴⁵⁶⁷⁸⁹")
 
 

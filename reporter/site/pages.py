@@ -15,7 +15,7 @@ import pandas as pd
 from markupsafe import Markup
 
 from runformat.schema import METRICS, TIMINGS
-from runformat.vocabulary import FAMILIES, OTHER_FAMILY, Verdict
+from runformat.vocabulary import FAMILIES, OTHER_FAMILY, UNSETTLED, Verdict
 from reporter.present.charts import chart_lines
 from reporter.model.compare import Comparison
 from reporter.article.config import DeviceClass
@@ -276,14 +276,15 @@ def reports_index_view(reports: Sequence[dict[str, Any]], *, archive: Archive, c
     page = "reports/index.md"
     table = TableView([_col(t, "report", "link"), _col(t, "baseline"), _col(t, "candidate"), _col(t, "device"),
                        _col(t, "geomean", "ratio", True), _col(t, "ci", "ci", True), _col(t, "n_better", right=True),
-                       _col(t, "n_worse", right=True), _col(t, "n_same", right=True), _col(t, "n_inconclusive", right=True)])
+                       _col(t, "n_worse", right=True), _col(t, "n_equivalent", right=True), _col(t, "n_inconclusive", right=True)])
     for rep in reports:
         c: Comparison = rep["comparison"]
         g = c.geomean
+        counts = rep["headline"].counts  # the article's own counts, so that index and article agree
         table.rows.append([
             Link(rep["title"], relpath(page, rep["page"])), rep["baseline"], rep["candidate"], rep["device"],
-            g.ratio, (g.ci_low, g.ci_high), str(c.counts.get("better", 0)), str(c.counts.get("worse", 0)),
-            str(c.counts.get("no significant difference", 0)), str(c.counts.get("inconclusive", 0)),
+            g.ratio, (g.ci_low, g.ci_high), str(counts.get(Verdict.BETTER.value, 0)), str(counts.get(Verdict.WORSE.value, 0)),
+            str(counts.get(Verdict.EQUIVALENT.value, 0)), str(sum(counts.get(v.value, 0) for v in UNSETTLED)),
         ])
     labels = archive.labels()
     record = "python -m collector run --out runs --label NEW-STACK-LABEL\nreporter build --runs runs"
