@@ -145,26 +145,27 @@ def split_statistics(y: np.ndarray, s: np.ndarray) -> np.ndarray:
     ``y`` and ``s`` are (draws, n); the result is (draws, n - 1): column ``k - 1`` is
     ``(m_left - m_right)^2 / (1/W_left + 1/W_right)`` for the split before point ``k``.
     """
-    w = 1.0 / s**2
-    cw = np.cumsum(w, axis=1)[:, :-1]
-    cwy = np.cumsum(w * y, axis=1)[:, :-1]
-    tw = w.sum(axis=1, keepdims=True)
-    twy = (w * y).sum(axis=1, keepdims=True)
-    ml = cwy / cw
-    mr = (twy - cwy) / (tw - cw)
-    return (ml - mr) ** 2 / (1.0 / cw + 1.0 / (tw - cw))
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):  # a redrawn error of 0: that split is nan
+        w = 1.0 / s**2
+        cw = np.cumsum(w, axis=1)[:, :-1]
+        cwy = np.cumsum(w * y, axis=1)[:, :-1]
+        # The right side's sums added from the right, not total minus left: a light last point
+        # would otherwise round to a weight of 0 (or below).
+        rw = np.cumsum(w[:, ::-1], axis=1)[:, ::-1][:, 1:]
+        rwy = np.cumsum((w * y)[:, ::-1], axis=1)[:, ::-1][:, 1:]
+        return (cwy / cw - rwy / rw) ** 2 / (1.0 / cw + 1.0 / rw)
 
 
 def _best_split(y: np.ndarray, s: np.ndarray, d: np.ndarray, draws: int, rng: np.random.Generator) -> tuple[int, float]:
     """The best single split of a segment (index of the first point after it) and its p-value."""
-    q = split_statistics(y[None, :], s[None, :])[0]
+    q = np.nan_to_num(split_statistics(y[None, :], s[None, :])[0], nan=-np.inf)
     k = int(np.argmax(q)) + 1
     # Under no step every point estimates one level (the weighted mean) with its own
     # variance; each redrawn point also gets a redrawn standard error.
     n = y.size
     ys = rng.standard_normal((draws, n)) * s
     ss = s * np.sqrt(rng.chisquare(d, size=(draws, n)) / d)
-    qmax = split_statistics(ys, ss).max(axis=1)
+    qmax = np.nan_to_num(split_statistics(ys, ss), nan=-np.inf).max(axis=1)
     p = (1.0 + np.count_nonzero(qmax >= q[k - 1])) / (draws + 1.0)
     return k, float(p)
 
