@@ -17,6 +17,7 @@ import json
 import math
 import re
 import shlex
+from pathlib import PurePosixPath
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Literal, Mapping, Sequence
 
@@ -221,8 +222,7 @@ def _language_free(archive: Archive, spec: ComparisonSpec, c: Comparison,
                 for p in compute_precision_changes(sides["baseline"].cases, sides["candidate"].cases)),
         "gpus": _gpu_boards(fps["baseline"], fps["candidate"]),
         "runs": tuple(_run_refs(sides)),
-        "reproduce": tuple(_reproduce(role, spec.baseline if role == "baseline" else spec.candidate, fps[role])
-                           for role in ("baseline", "candidate")),
+        "reproduce": _reproduce(spec, fps),
     }
 
 
@@ -998,7 +998,7 @@ def _number(v: str) -> Any:
             return v
 
 
-# ---- advice, reproduce ----------------------------------------------------------------------------
+# ---- advice ---------------------------------------------------------------------------------------
 
 
 def _advice(c: Comparison, rows: list[CaseRow], confounders: Sequence[Confounder], cross_device: bool, method: Method,
@@ -1042,26 +1042,93 @@ def _advice(c: Comparison, rows: list[CaseRow], confounders: Sequence[Confounder
     return tuple(out)
 
 
-def _reproduce(role: str, selector: str, fp: Mapping[tuple[str, str], list[str]]) -> Reproduce:
-    image = (fp.get(("container", "image")) or [None])[0]
-    suite = (fp.get(("run", "suite")) or [None])[0]
-    processes = (fp.get(("run", "processes")) or [None])[0]
-    device = (fp.get(("run", "device")) or [""])[0]
-    args = ["python", "-m", "collector", "run", "--out", "runs", "--label", selector.partition("@")[0]]
-    if suite:
-        args += ["--suite", suite]
-    if processes:
-        args += ["--processes", processes]
+# ---- reproduce ------------------------------------------------------------------------------------
+
+# Options of `collector run` a run records in its fingerprint ("run" section) and a reproduction repeats.
+_RECORDED_OPTIONS = (("suite", "--suite"), ("processes", "--processes"), ("time_budget", "--time-budget"),
+                     ("case_timeout", "--case-timeout"))
+
+
+def _stack_argument(role: str, fp: Mapping[tuple[str, str], list[str]]) -> tuple[str, str | None]:
+    """The ``--stack`` value that measures this side again, and the variable a reader sets first (or None).
+
+    An image the run was recorded in is run as one (``docker:IMAGE``); a Python interpreter inside
+    the checkout is named as recorded; one elsewhere (a path of the recording machine) becomes a
+    variable the reader points at their own copy of that stack."""
+    image = _first(fp, "container", "image")
+    stack = _first(fp, "run", "stack") or ""
+    kind, _, target = stack.partition(":")
+    if kind in ("docker", "podman", "apptainer") and target:
+        return shlex.quote(f"{kind}:{target}"), None
     if image:
-        args += ["--image", image]
-        docker = ["docker", "run", "--rm"] + (["--gpus", "all"] if device != "cpu" else []) + [
-            "-v", "$PWD:/imagebench", "-w", "/imagebench", image]
-        command = " ".join(shlex.quote(a) if a != "$PWD:/imagebench" else '"$PWD":/imagebench' for a in docker)
-        command += " \\\n  " + " ".join(shlex.quote(a) for a in args)
-    else:
-        command = " ".join(shlex.quote(a) for a in args)
-    argv = (fp.get(("command", "argv")) or [None])[0]
-    return Reproduce(role, selector, image, command, argv)
+        return shlex.quote(f"docker:{image}"), None
+    python = target if kind == "python" else _first(fp, "run", "python")
+    if python and _inside_checkout(python):
+        return shlex.quote(f"python:{python}"), None
+    variable = f"{role.upper()}_PYTHON"
+    return f'python:"${variable}"', variable
+
+
+def _stack_flags(role: str, label: str, fp: Mapping[tuple[str, str], list[str]]) -> str:
+    """The flags of one stack: ``--stack``, its ``--label`` and the variables it was given (``--env``)."""
+    stack, _ = _stack_argument(role, fp)
+    flags = f"--stack {stack} --label {shlex.quote(label)}"
+    try:
+        env = json.loads(_first(fp, "run", "stack_env") or "{}")
+    except ValueError:
+        env = {}
+    for name, value in sorted(env.items()) if isinstance(env, dict) else ():
+        flags += " --env " + shlex.quote(f"{name}={value}")
+    return flags
+
+
+def _inside_checkout(path: str) -> bool:
+    p = PurePosixPath(path)
+    return not p.is_absolute() and not path.startswith("~") and ".." not in p.parts
+
+
+def _recorded_options(fp: Mapping[tuple[str, str], list[str]]) -> list[str]:
+    args: list[str] = []
+    for key, flag in _RECORDED_OPTIONS:
+        value = _first(fp, "run", key)
+        if value:
+            args += [flag, value]
+    device = _first(fp, "run", "device")
+    if device and device != "auto":
+        args += ["--device", device]
+    try:
+        only = json.loads(_first(fp, "run", "only") or "[]")
+    except ValueError:
+        only = []
+    for pattern in only:
+        args += ["--only", str(pattern)]
+    return args
+
+
+def _reproduce(spec: ComparisonSpec, fps: Mapping[str, Mapping[tuple[str, str], list[str]]]) -> Reproduce:
+    """Commands that record both sides again on one host and rebuild this article: runnable from a
+    checkout, with no path of the recording machine and nothing redacted in them."""
+    labels = {"baseline": spec.baseline.partition("@")[0], "candidate": spec.candidate.partition("@")[0]}
+    stacks = {role: _stack_argument(role, fps[role]) for role in ("baseline", "candidate")}
+    options = {role: _recorded_options(fps[role]) for role in ("baseline", "candidate")}
+    head = ["python", "-m", "collector", "run", "--out", "runs"]
+    if options["baseline"] == options["candidate"] and labels["baseline"] != labels["candidate"]:
+        # One invocation, the sides' cases alternating (A B, then B A), as DESIGN's head-to-head asks.
+        lines = [" ".join(shlex.quote(a) for a in head + options["baseline"] + ["--interleave"])]
+        lines += [_stack_flags(r, labels[r], fps[r]) for r in ("baseline", "candidate")]
+        record = (" \\\n  ".join(lines),)
+    else:  # different selections (or one label twice): one invocation a side
+        record = tuple(" ".join(shlex.quote(a) for a in head + options[r]) + " \\\n  " + _stack_flags(r, labels[r], fps[r])
+                       for r in ("baseline", "candidate"))
+    variables = tuple((v, labels[r]) for r, (_, v) in stacks.items() if v)
+    compare = " ".join(shlex.quote(a) for a in ["reporter", "compare", spec.baseline, spec.candidate])
+    return Reproduce(record=record, variables=variables, compare=compare)
+
+
+def _first(fp: Mapping[tuple[str, str], list[str]], section: str, key: str) -> str | None:
+    """The first run's value of a fingerprint entry, or None."""
+    values = fp.get((section, key)) or [None]
+    return values[0]
 
 
 # ---- small helpers --------------------------------------------------------------------------------

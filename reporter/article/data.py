@@ -279,11 +279,16 @@ class Advice:
 
 @dataclass(frozen=True)
 class Reproduce:
-    role: str
-    label: str
-    image: str | None
-    commands: str
-    argv: str | None
+    """How to record both sides again and rebuild the article, runnable from a checkout.
+
+    ``record``: the ``collector run`` invocations (one, interleaving the sides, when both record
+    the same selection); ``variables``: (name, label) of the Python interpreters a reader points
+    at their own copy of a stack, where the recorded path was the recording machine's;
+    ``compare``: the ``reporter compare`` that prints this article's rows."""
+
+    record: tuple[str, ...]
+    variables: tuple[tuple[str, str], ...]
+    compare: str
 
 
 @dataclass(frozen=True)
@@ -316,7 +321,7 @@ class ArticleData:
     advice: tuple[Advice, ...]
     not_measured: tuple[NotMeasured, ...]
     unmatched: tuple[tuple[str, str], ...]  # (label, side) of what only one side measured
-    reproduce: tuple[Reproduce, ...]
+    reproduce: Reproduce
     build_command: str
     # Whether the sides ran on the same GPUs, by the UUIDs their runs recorded: "same",
     # "different" (none in common) or "mixed"; None where a side recorded none.

@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -335,7 +336,8 @@ def build_site(
             raise found
         return found
 
-    build_command = f"reporter build --runs {_shown_path(runs_dir)}" + (f" --config {_shown_path(config_path)}" if explicit else "")
+    build_command = f"reporter build --runs {_portable_path(runs_dir, 'runs')}" + (
+        f" --config {_portable_path(config_path, 'imagebench.toml')}" if explicit else "")
     families = {name: w.family for name, w in workloads.items()}
     titles = {name: w.title for name, w in workloads.items()}
     articles: list[tuple[str, Any, str]] = []  # (language, ArticleData, the article's build cache key)
@@ -666,6 +668,13 @@ def _shown_path(path: Path | str | None) -> str:
         return str(p.resolve().relative_to(Path.cwd().resolve()))
     except ValueError:
         return str(path)
+
+
+def _portable_path(path: Path | str | None, stand_in: str) -> str:
+    """``path`` as a published command names it: relative to the checkout when inside it, a URL as
+    itself, else ``stand_in`` (a page never names a folder of the machine that built it)."""
+    shown = _shown_path(path)
+    return stand_in if Path(shown).is_absolute() or shown.startswith("~") else shlex.quote(shown)
 
 
 _MESSAGES: dict[str, Messages] = {}

@@ -1,0 +1,117 @@
+"""The "How to reproduce" block of an article: commands a reader can run from a checkout.
+
+Every published article's block (the shipped archive, both languages) names no redacted
+value and no folder of the machine that recorded or built it; its ``collector run`` commands
+parse with the collector's own parser and record both sides, interleaved where the sides ran
+the same selection; its ``reporter compare`` names the article's two selections.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+import shlex
+from pathlib import Path
+
+import pytest
+
+from collector.cli import build_parser
+from reporter.article.compute import _reproduce
+from reporter.article.config import ComparisonSpec
+from reporter.site.build import build_site
+from runformat.redact import REDACTED
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# A path of some machine: absolute or home-relative, as a shell word or after "python:".
+_FOREIGN_PATH = re.compile(r"(?:^|[\s=:\"'])(?:/|~/)[\w.-]")
+
+
+def _block(page: str) -> str:
+    """The reproduce section of an article's Markdown (from its heading to the next one)."""
+    start = re.search(r"^## \d+\. (How to reproduce|如何复现)$", page, re.M)
+    assert start, "no reproduce section"
+    end = re.search(r"^## ", page[start.end():], re.M)
+    return page[start.end(): start.end() + end.start()] if end else page[start.end():]
+
+
+def _commands(block: str) -> list[str]:
+    """The shell commands of the block's <pre> boxes, unescaped."""
+    return [html.unescape(c).replace("\\\n", " ") for c in re.findall(r"<pre[^>]*><code>(.*?)</code></pre>", block, re.S)]
+
+
+def _record(args: list[str]):
+    """``collector run`` arguments as the collector parses them (variables stand for real paths)."""
+    return build_parser().parse_args([a.replace("$BASELINE_PYTHON", "/x/python").replace("$CANDIDATE_PYTHON", "/y/python")
+                                      for a in args[3:]] if args[:3] == ["python", "-m", "collector"] else args)
+
+
+@pytest.fixture(scope="module")
+def pages(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    site = tmp_path_factory.mktemp("site")
+    result = build_site(ROOT / "runs", site, None, config_path=ROOT / "imagebench.toml", chart_workers=1)
+    assert result.reports
+    found = {str(p.relative_to(site)): p.read_text(encoding="utf-8")
+             for p in list(site.glob("reports/*.md")) + list(site.glob("zh/reports/*.md")) if p.name != "index.md"}
+    assert any(k.startswith("zh/") for k in found) and any(not k.startswith("zh/") for k in found)
+    return found
+
+
+def test_no_published_reproduce_block_names_a_redacted_value_or_a_foreign_path(pages: dict[str, str]) -> None:
+    for name, page in pages.items():
+        block = _block(page)
+        text = html.unescape(block)
+        assert REDACTED not in text and "redacted" not in text, name
+        for command in _commands(block):
+            assert not _FOREIGN_PATH.search(command), (name, command)
+
+
+def test_every_published_block_records_both_sides_and_rebuilds_the_article(pages: dict[str, str]) -> None:
+    for name, page in pages.items():
+        commands = _commands(_block(page))
+        records = [shlex.split(c) for c in commands if c.startswith("python -m collector run")]
+        compares = [shlex.split(c) for c in commands if c.startswith("reporter compare ")]
+        assert records and len(compares) == 1 and any(c.startswith("reporter build ") for c in commands), name
+        labels = [label for args in records for label in _record(args).label]
+        stacks = [s for args in records for s, _ in _record(args).stack]
+        assert len(labels) == 2 and len(stacks) == 2, (name, labels, stacks)
+        # The compare names the article's two selections, whose labels are the recorded ones.
+        assert [s.partition("@")[0] for s in compares[0][2:4]] == labels, name
+        if len(records) == 1:
+            assert _record(records[0]).interleave, name
+
+
+def _fingerprint(**run: str) -> dict[tuple[str, str], list[str]]:
+    return {("run", k): [v] for k, v in run.items()}
+
+
+def test_a_recorded_machine_path_becomes_a_variable_and_a_checkout_path_stays() -> None:
+    fps = {
+        "baseline": _fingerprint(stack="python:/opt/stacks/torch-2.13.0/bin/python", suite="cpu", processes="3", only="[]"),
+        "candidate": _fingerprint(stack="python:venvs/torch-2.14.1/bin/python", suite="cpu", processes="3", only="[]",
+                                  stack_env='{"OMP_NUM_THREADS": "2"}'),
+    }
+    fps["baseline"][("command", "argv")] = ["collector run --out /tmp/x/runs --label '[redacted]'"]
+    r = _reproduce(ComparisonSpec("torch-2.13.0", "torch-2.14.1"), fps)
+    assert r.variables == (("BASELINE_PYTHON", "torch-2.13.0"),)
+    (record,) = r.record
+    assert "/opt/" not in record and "/tmp/" not in record and REDACTED not in record
+    ns = _record(shlex.split(record.replace("\\\n", " ")))
+    assert ns.interleave and ns.label == ["torch-2.13.0", "torch-2.14.1"] and ns.suite == "cpu" and ns.processes == 3
+    assert ns.stack[1][0] == "python:venvs/torch-2.14.1/bin/python"
+    assert "--env OMP_NUM_THREADS=2" in record and record.index("--env") > record.index("torch-2.14.1 ")
+
+
+def test_different_selections_and_one_label_twice_record_one_invocation_a_side() -> None:
+    full = _fingerprint(suite="full", processes="3", only="[]")
+    full[("container", "image")] = ["ghcr.io/acme/pytorch:2.9 cuda"]
+    narrow = _fingerprint(suite="full", processes="3", only='["resnet50_train", "amp*precision=fp32*"]')
+    narrow[("container", "image")] = ["ghcr.io/acme/pytorch:2.9"]
+    r = _reproduce(ComparisonSpec("a@20260101T000000Z", "b"), {"baseline": full, "candidate": narrow})
+    assert len(r.record) == 2 and not r.variables
+    first, second = (_record(shlex.split(c.replace("\\\n", " "))) for c in r.record)
+    assert [s for s, _ in first.stack] == ["docker:ghcr.io/acme/pytorch:2.9 cuda"] and first.label == ["a"] and not first.only
+    assert second.only == ["resnet50_train", "amp*precision=fp32*"] and second.label == ["b"]
+    assert shlex.split(r.compare) == ["reporter", "compare", "a@20260101T000000Z", "b"]
+    same = _reproduce(ComparisonSpec("a@1", "a@2"), {"baseline": full, "candidate": full})
+    assert len(same.record) == 2 and "--interleave" not in " ".join(same.record)
