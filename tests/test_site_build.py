@@ -249,6 +249,11 @@ def test_mkdocs_build_strict_passes_in_both_languages(in_tmp: Path) -> None:
         assert f'href="../../{other}/reports/golden-2.8.0--vs--golden-2.9.0/" hreflang="{other}"' in html
         html = (public / other / "reports" / "golden-2.8.0--vs--golden-2.9.0" / "index.html").read_text(encoding="utf-8")
         assert f'href="../../../reports/golden-2.8.0--vs--golden-2.9.0/" hreflang="{root}"' in html
+        # the 404 pages (served at any missing path) link from the site's root, never to //zh/
+        for page in (public / "404.html", public / other / "404.html"):
+            html = page.read_text(encoding="utf-8")
+            assert f'href="/{other}/" hreflang="{other}"' in html and f'href="/" hreflang="{root}"' in html
+            assert 'href="//' not in html
     index = json.loads((in_tmp / "public-en" / "zh" / "search" / "search_index.json").read_text(encoding="utf-8"))
     assert any("\u200b" in doc["text"] for doc in index["docs"]), "Chinese text is segmented (jieba) for search"
 

@@ -88,11 +88,14 @@ def mkdocs_overrides(
     """The config of one language's build: it inherits ``base`` and sets what differs by language."""
     here = language_prefix(lang, root_lang)
     # A link of the switcher is this page's URL under the other language's root, written
-    # relative to this build's root (the override of partials/alternate.html appends the page).
+    # relative to this build's root (the override of partials/alternate.html appends the page);
+    # ``root`` is that language's folder under the site's root, for the 404 page, whose links
+    # MkDocs writes from the site's root ("/"), as it is served at any missing path.
     up = "../" * here.count("/")
     alternate = [
         {"name": LANGUAGE_NAMES.get(other, other), "lang": other,
-         "link": "" if other == lang else up + language_prefix(other, root_lang)}
+         "link": "" if other == lang else up + language_prefix(other, root_lang),
+         "root": language_prefix(other, root_lang)}
         for other in languages
     ]
     overrides: dict[str, Any] = {
