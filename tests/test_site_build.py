@@ -176,6 +176,41 @@ def test_config_declares_comparisons_titles_languages(in_tmp: Path) -> None:
     assert "报告" in (site / "zh" / "reports" / "index.md").read_text(encoding="utf-8")
 
 
+def test_checks_of_the_tool_are_listed_apart_from_the_answers_and_both_homes_agree(in_tmp: Path) -> None:
+    """An A/A pair (one label on both sides) and a comparison declared section = "validation" go
+    under "Validating imagebench", after the answers; the English and the Chinese home pages list
+    the same newest answers and no check among them."""
+    config = in_tmp / "imagebench.toml"
+    config.write_text(
+        '[[comparison]]\nbaseline = "golden-2.8.0"\ncandidate = "golden-2.9.0"\ntitle = "An upgrade"\n\n'
+        '[[comparison]]\nbaseline = "golden-2.9.0@20260210T120000Z"\ncandidate = "golden-2.9.0@20260211T120000Z"\n'
+        'title = "Two runs of one stack"\n\n'
+        '[[comparison]]\nbaseline = "golden-2.9.0"\ncandidate = "golden-2.10.0"\ntitle = "Two collectors"\n'
+        'section = "validation"\n',
+        encoding="utf-8",
+    )
+    site = in_tmp / "site"
+    build_site(GOLDEN_RUNS, site, None, config_path=config, workloads=WORKLOADS)
+    index = (site / "reports" / "index.md").read_text(encoding="utf-8")
+    answers, _, checks = index.partition("## Validating imagebench")
+    assert "An upgrade" in answers and "Two runs of one stack" not in answers and "Two collectors" not in answers
+    assert "Two runs of one stack" in checks and "Two collectors" in checks
+    assert "## 验证 imagebench" in (site / "zh" / "reports" / "index.md").read_text(encoding="utf-8")
+    homes = {lang: (site / folder / "index.md").read_text(encoding="utf-8") for lang, folder in (("en", "."), ("zh", "zh"))}
+    for lang, home in homes.items():
+        listed = re.findall(r"^- \*\*\[[^]]*\]\((reports/(?!index\.md)[^)]+)\)", home, re.M)
+        assert listed == ["reports/golden-2.8.0--vs--golden-2.9.0.md"], (lang, listed)
+        assert "reports/index.md#" in home  # the two checks: a link to their section
+    assert "Getting a comparison" in homes["en"] and "如何得到一篇对比" in homes["zh"]
+
+
+def test_a_section_other_than_comparisons_or_validation_is_refused(in_tmp: Path) -> None:
+    config = in_tmp / "imagebench.toml"
+    config.write_text('[[comparison]]\nbaseline = "a"\ncandidate = "b"\nsection = "misc"\n', encoding="utf-8")
+    with pytest.raises(ReporterError, match=r"imagebench.toml: comparison #1 section = 'misc'; choose one of: comparisons, validation"):
+        build_site(GOLDEN_RUNS, in_tmp / "site", None, config_path=config, workloads=WORKLOADS)
+
+
 def test_config_errors_name_the_file_and_key(in_tmp: Path) -> None:
     bad = in_tmp / "bad.toml"
     bad.write_text('[[comparison]]\nbaseline = "a"\ncandidate = "b"\ncolour = "red"\n', encoding="utf-8")

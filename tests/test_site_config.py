@@ -72,3 +72,11 @@ def test_a_failed_build_names_the_language(tmp_path: Path) -> None:
         build_public(site, tmp_path / "public", [LanguageBuild("en", ["index.md"]), LanguageBuild("zh", ["index.md"])],
                      root_lang="en", base_config=BASE)
     assert not (tmp_path / "public" / "zh").exists()
+
+
+def test_the_checks_of_the_tool_are_a_section_of_reports_after_the_answers() -> None:
+    titles = {"reports": "Reports", "validation": "Validating imagebench", "runs": "Runs", "trends": "Trends",
+              "methodology": "Methodology"}
+    nav = site_nav(titles, ["reports/a.md"], ["runs/x.md"], ["trends/t.md"], validation_pages=["reports/aa.md"])
+    assert nav[1] == {"Reports": ["reports/index.md", "reports/a.md", {"Validating imagebench": ["reports/aa.md"]}]}
+    assert site_nav(titles, ["reports/a.md"], [], [])[1] == {"Reports": ["reports/index.md", "reports/a.md"]}

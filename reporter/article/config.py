@@ -14,6 +14,9 @@ The config file (``imagebench.toml`` at the repository root by default, or
     noise = 0.01                               # optional: the noise band (±1%)
     single_band = 0.10                         # optional: CIs beyond it are noted as too noisy
     correction = "bh"                          # optional: bh or holm
+    section = "validation"                     # optional: a check of imagebench itself, not an
+                                               # upgrade answer (default: validation when both
+                                               # sides are one label, an A/A pair)
 
 With no ``[[comparison]]``, every label is compared with the previous version of the
 same device class: labels are grouped by the device their runs were recorded on, and
@@ -42,7 +45,9 @@ except ModuleNotFoundError:  # pragma: no cover - Python 3.10
     import tomli as tomllib  # type: ignore[no-redef]
 
 DEFAULT_CONFIG = "imagebench.toml"
-_COMPARISON_KEYS = {"baseline", "candidate", "title", "lang", "noise", "single_band", "correction"}
+_COMPARISON_KEYS = {"baseline", "candidate", "title", "lang", "noise", "single_band", "correction", "section"}
+# Where the site lists an article: with the answers a reader acts on, or with the checks of the tool.
+SECTIONS = ("comparisons", "validation")
 _SITE_KEYS = {"lang"}
 # A version is dotted (2.9, 2.10.0rc1): "h200" or "a100" in a label is hardware, not a version.
 _VERSION_TOKEN = re.compile(r"(?<![\d.])\d+(?:\.\d+)+(?:(?:a|b|rc|\.dev|\.post)\d+)*")
@@ -55,6 +60,8 @@ class ComparisonSpec:
 
     ``run_ids``, when set, restricts both sides to those runs (the runs of one device
     class, for labels recorded on several machines); ``device`` names that class.
+    ``section`` is where the site lists it (``SECTIONS``; None: ``validation`` for two runs of
+    one label, else ``comparisons``).
     """
 
     baseline: str
@@ -66,6 +73,14 @@ class ComparisonSpec:
     correction: str = "bh"
     device: str | None = None
     run_ids: frozenset[str] | None = None
+    section: str | None = None
+
+    @property
+    def validates(self) -> bool:
+        """Whether the article checks imagebench itself (A/A pairs, collectors, hosts, stop rules)."""
+        if self.section is not None:
+            return self.section == "validation"
+        return self.baseline.partition("@")[0] == self.candidate.partition("@")[0]
 
     @property
     def slug(self) -> str:
@@ -135,11 +150,13 @@ def _parse_comparison(path: Path, i: int, entry: Any) -> ComparisonSpec:
     for key in ("baseline", "candidate"):
         if not isinstance(entry.get(key), str) or not entry[key].strip():
             raise ReporterError(f"{path}: {where} needs {key} = \"LABEL\" or \"LABEL@RUN_ID\"")
-    for key in ("title", "lang", "correction"):
+    for key in ("title", "lang", "correction", "section"):
         if key in entry and not isinstance(entry[key], str):
             raise ReporterError(f"{path}: {where} {key} must be a string")
     if entry.get("lang") is not None and entry["lang"] not in LANGUAGES:
         raise ReporterError(f"{path}: {where} lang = {entry['lang']!r}; choose one of: {', '.join(LANGUAGES)}")
+    if entry.get("section") is not None and entry["section"] not in SECTIONS:
+        raise ReporterError(f"{path}: {where} section = {entry['section']!r}; choose one of: {', '.join(SECTIONS)}")
     if entry.get("correction", "bh") not in ("holm", "bh"):
         raise ReporterError(f"{path}: {where} correction = {entry['correction']!r}; choose holm or bh")
     for key in ("noise", "single_band"):
@@ -153,6 +170,7 @@ def _parse_comparison(path: Path, i: int, entry: Any) -> ComparisonSpec:
         noise=float(entry.get("noise", 0.01)),
         single_band=float(entry.get("single_band", 0.10)),
         correction=entry.get("correction", "bh"),
+        section=entry.get("section"),
     )
 
 

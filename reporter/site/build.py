@@ -2,9 +2,9 @@
 
 Generated pages go to folders this command owns: ``site/reports/``, ``site/runs/``,
 ``site/trends/`` (each marked by a ``.imagebench-generated`` file) and the single page
-``site/methodology.md`` (marked by its first line). A rebuild deletes only what carries
-those marks, so stale pages disappear and hand-written pages (``site/index.md``) are
-never touched; a folder of the same name without the mark stops the build instead.
+``site/methodology.md`` and ``site/index.md`` (marked by their first lines). A rebuild
+deletes only what carries those marks, so stale pages disappear and hand-written pages (a
+``site/index.md`` without the mark) are never touched; a folder of the same name without the mark stops the build instead.
 
 Which comparisons get an article is read from the config file (see reporter.article.config);
 without one, each label is compared with the previous version on the same device.
@@ -409,7 +409,7 @@ def build_site(
                 articles.append((page_lang, data, article_key))
                 reports[page_lang].append({"title": data.title, "page": data.page, "baseline": spec.baseline,
                                            "candidate": spec.candidate, "device": data.device, "comparison": comparison,
-                                           "headline": data.headline, "lang": data.lang})
+                                           "headline": data.headline, "lang": data.lang, "validates": spec.validates})
         timings["compare"], clock = time.perf_counter() - clock, time.perf_counter()
         say(f"{reused} of {len(articles) // len(languages)} article(s) unchanged since an earlier build, taken from the build cache")
 
@@ -529,9 +529,11 @@ def build_site(
             lang_pages.append(_Page(prefix + "methodology.md", "methodology.md.j2", methodology_view(workloads, t), page_lang))
             if prefix or not home.exists() or _is_generated_file(home):
                 lang_pages.append(_Page(prefix + "index.md", "home.md.j2", home_view(lang_reports, t), page_lang))
-            navs[page_lang] = site_nav({k: t.plain(f"nav.{k}") for k in ("reports", "runs", "trends", "methodology")},
-                                       [r["page"] for r in lang_reports], [label_page(label) for label in archive.labels()],
-                                       [f"trends/{f}.md" for f in families_shown])
+            navs[page_lang] = site_nav({k: t.plain(f"nav.{k}") for k in ("reports", "validation", "runs", "trends", "methodology")},
+                                       [r["page"] for r in lang_reports if not r.get("validates")],
+                                       [label_page(label) for label in archive.labels()],
+                                       [f"trends/{f}.md" for f in families_shown],
+                                       validation_pages=[r["page"] for r in lang_reports if r.get("validates")])
         # In the order of the languages, each language's articles first.
         pages[:] = [p for x in languages for p in by_lang[x]]
         render(pages)
@@ -638,12 +640,20 @@ def _select(config: SiteConfig, archive: Archive) -> _Selection:
     return _Selection(classes, default_comparisons(classes, archive), "default")
 
 
+# The home page lists this many of the newest upgrade answers; the reports index lists them all.
+HOME_NEWEST = 8
+
+
 def home_view(reports: list[dict[str, Any]], t: Messages) -> dict[str, Any]:
-    """The home page: the newest comparisons first, each with the largest change its headline names."""
+    """The home page, the same in every language: the newest upgrade answers first, each with the
+    largest change its headline names or what its rows could tell, then how many checks of
+    imagebench itself the Validating section holds."""
     from reporter.present.views import Link, change_phrase
+    from runformat.vocabulary import UNSETTLED, Verdict
 
     items = []
-    for rep in reversed(reports):
+    answers = [rep for rep in reports if not rep.get("validates")]
+    for rep in list(reversed(answers))[:HOME_NEWEST]:
         h = rep["headline"]
         changes = sorted((c for f in h.families for c in f.changes), key=lambda r: -abs(math.log(r.ratio.value)))
         n_calls = h.counts.get("better", 0) + h.counts.get("worse", 0)
@@ -652,9 +662,13 @@ def home_view(reports: list[dict[str, Any]], t: Messages) -> dict[str, Any]:
             summary = t.plain("home.top_change" if n_calls > 1 else "home.only_change", case=top.full_label,
                               change=change_phrase(t, top.ratio.value, top.unit, top.better, h.cross_device), n=n_calls)
         else:
-            summary = t.plain("home.no_change", n=h.total)
+            # Equivalent within the band, or a deterministic metric identical on both sides.
+            same = h.counts.get(Verdict.EQUIVALENT.value, 0) + h.counts.get(Verdict.UNCHANGED.value, 0)
+            summary = t.plain("home.no_change", n=h.total, same=same,
+                              unsettled=sum(h.counts.get(v.value, 0) for v in UNSETTLED))
         items.append({"link": Link(rep["title"], rep["page"]), "summary": summary})
-    return {"reports": items}
+    return {"reports": items, "more": max(0, len(answers) - HOME_NEWEST),
+            "checks": len(reports) - len(answers)}
 
 
 def _shown_path(path: Path | str | None) -> str:

@@ -274,14 +274,21 @@ def _run_view(row: pd.Series, attempts: list[tuple[Any, ...]], env: list[tuple[A
 def reports_index_view(reports: Sequence[dict[str, Any]], *, archive: Archive, chosen_by: str, config_name: str | None,
                        skipped: Sequence[str], t: Messages) -> dict[str, Any]:
     page = "reports/index.md"
-    table = TableView([_col(t, "report", "link"), _col(t, "baseline"), _col(t, "candidate"), _col(t, "device"),
-                       _col(t, "geomean", "ratio", True), _col(t, "ci", "ci", True), _col(t, "n_better", right=True),
-                       _col(t, "n_worse", right=True), _col(t, "n_equivalent", right=True), _col(t, "n_inconclusive", right=True)])
+
+    def new_table() -> TableView:
+        return TableView([_col(t, "report", "link"), _col(t, "baseline"), _col(t, "candidate"), _col(t, "device"),
+                          _col(t, "geomean", "ratio", True), _col(t, "ci", "ci", True), _col(t, "n_better", right=True),
+                          _col(t, "n_worse", right=True), _col(t, "n_equivalent", right=True),
+                          _col(t, "n_inconclusive", right=True)])
+
+    # The answers a reader acts on first; the checks of imagebench itself (A/A pairs, collectors,
+    # hosts) in a section of their own.
+    table, checks = new_table(), new_table()
     for rep in reports:
         c: Comparison = rep["comparison"]
         g = c.geomean
         counts = rep["headline"].counts  # the article's own counts, so that index and article agree
-        table.rows.append([
+        (checks if rep.get("validates") else table).rows.append([
             Link(rep["title"], relpath(page, rep["page"])), rep["baseline"], rep["candidate"], rep["device"],
             g.ratio, (g.ci_low, g.ci_high), str(counts.get(Verdict.BETTER.value, 0)), str(counts.get(Verdict.WORSE.value, 0)),
             str(counts.get(Verdict.EQUIVALENT.value, 0)), str(sum(counts.get(v.value, 0) for v in UNSETTLED)),
@@ -290,6 +297,7 @@ def reports_index_view(reports: Sequence[dict[str, Any]], *, archive: Archive, c
     record = "python -m collector run --out runs --label NEW-STACK-LABEL\nreporter build --runs runs"
     return {
         "comparisons": table,
+        "validation": checks,
         "chosen_by": chosen_by,
         "config_name": config_name,
         "n_labels": len(labels),

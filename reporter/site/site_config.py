@@ -52,15 +52,19 @@ def site_nav(
     report_pages: Sequence[str],
     label_pages: Sequence[str],
     family_pages: Sequence[str],
+    validation_pages: Sequence[str] = (),
 ) -> list[Any]:
     """Home, then Reports, Runs (labels) and Trends (families) with their pages, then Methodology.
 
     ``titles`` holds the section names in the build's language (keys ``reports``, ``runs``,
-    ``trends``, ``methodology``); pages take their titles from their first heading.
+    ``trends``, ``methodology``, and ``validation`` for the checks of imagebench itself, which
+    follow the upgrade answers of Reports in a section of their own); pages take their titles
+    from their first heading.
     """
+    checks = [{titles["validation"]: list(validation_pages)}] if validation_pages else []
     return [
         "index.md",
-        {titles["reports"]: ["reports/index.md", *report_pages]},
+        {titles["reports"]: ["reports/index.md", *report_pages, *checks]},
         {titles["runs"]: ["runs/index.md", *label_pages]},
         {titles["trends"]: ["trends/index.md", *family_pages]},
         {titles["methodology"]: "methodology.md"},
