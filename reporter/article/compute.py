@@ -41,6 +41,7 @@ from reporter.article.data import (
     Advice,
     ArticleData,
     Block,
+    Caveat,
     CaseRow,
     ChartData,
     Confounder,
@@ -61,6 +62,7 @@ from reporter.article.data import (
     Section,
     Side,
     StackRow,
+    VerdictBox,
 )
 from reporter.model.aa import aa_figures
 from reporter.model.compare import Comparison, compare_labels, compute_summaries, timing_methods
@@ -156,6 +158,9 @@ def compute_article(
     numerics = [n for s in sections for n in s.numerics]
     method = b["method"]
     title = spec.title or t.plain("article.default_title", candidate=spec.candidate, baseline=spec.baseline, device=device)
+    not_measured = _not_measured(sides, {r.workload for r in rows} | {b.workload for b in numerics}, families,
+                                 titles or {}, t, c)
+    verdict = _verdict_box(spec, rows, fps, confounders, b["changes"], not_measured, b["runs"], method, cross_device)
     return ArticleData(
         title=title,
         lang=lang,
@@ -164,6 +169,7 @@ def compute_article(
         candidate=Side("candidate", spec.candidate, spec.candidate.partition("@")[0], ", ".join(devices["candidate"]) or None),
         device=device,
         headline=headline,
+        verdict=verdict,
         stacks=_stacks(sides, fps, t),
         changes=b["changes"],
         confounders=confounders,
@@ -173,8 +179,7 @@ def compute_article(
         best=best,
         worst=worst,
         advice=_advice(c, rows, confounders, cross_device, method, numerics),
-        not_measured=_not_measured(sides, {r.workload for r in rows} | {b.workload for b in numerics}, families,
-                                   titles or {}, t, c),
+        not_measured=not_measured,
         unmatched=tuple(_unmatched(c, t)),
         reproduce=b["reproduce"],
         build_command=build_command,
@@ -687,6 +692,45 @@ def _headline(rows: list[CaseRow], geomeans: Mapping[str, Geomean], c: Compariso
         geomean=Interval(g.ratio, g.ci_low, g.ci_high) if g.n_cases >= 2 and math.isfinite(g.ratio) else None,
         n_geomean=g.n_cases, counts=counts, total=len(rows), cross_device=cross_device, confounded=confounded,
         warnings=warnings, timed_apart=timed_apart, equivalence=c.equivalence,
+    )
+
+
+def _verdict_box(spec: ComparisonSpec, rows: list[CaseRow], fps: Mapping[str, Mapping[tuple[str, str], list[str]]],
+                 confounders: Sequence[Confounder], changes: Sequence[tuple[str, str | None, str | None]],
+                 not_measured: Sequence[NotMeasured], runs: Sequence[RunRef], method: Method,
+                 cross_device: bool) -> VerdictBox:
+    """The answer (every call, what the rest could tell) and what it rests on (caveats, evidence)."""
+    main = [r for r in rows if r.main]
+    by_size = lambda r: -abs(math.log(r.ratio.value))  # noqa: E731 - a sort key
+    better = tuple(sorted((r for r in main if r.verdict is Verdict.BETTER), key=by_size))
+    worse = tuple(sorted((r for r in main if r.verdict is Verdict.WORSE), key=by_size))
+    same = sum(r.verdict in (Verdict.EQUIVALENT, Verdict.UNCHANGED) for r in main)
+    unsettled = [r for r in main if r.verdict in UNSETTLED]
+    mdes = [r.mde for r in unsettled if r.mde is not None and math.isfinite(r.mde)]
+    caveats: list[Caveat] = []
+    builds = {role: sorted({"+" + v.partition("+")[2] if "+" in v else v for v in fps[role].get(("torch", "version"), [])})
+              for role in ("baseline", "candidate")}
+    if builds["baseline"] and builds["candidate"] and builds["baseline"] != builds["candidate"]:
+        caveats.append(Caveat("build", {"baseline": ", ".join(builds["baseline"]), "candidate": ", ".join(builds["candidate"])}))
+    missing: dict[tuple[str, str], list[str]] = {}
+    for n in not_measured:
+        if n.reason == "missing_package" and n.side:
+            missing.setdefault((n.side, n.detail or "?"), []).append(n.title)
+    for (side, package), workloads in missing.items():
+        caveats.append(Caveat("missing_package", {"side": side, "package": package, "workloads": tuple(workloads)}))
+    settings = [key.removeprefix("settings.") for key, _, _ in changes if key.startswith("settings.")]
+    if settings:
+        caveats.append(Caveat("precision", {"settings": ", ".join(settings)}))
+    if cross_device:
+        caveats.append(Caveat("cross_device"))
+    for x in confounders:
+        caveats.append(Caveat("timed_apart" if x.what == TIMING_CONFOUNDER else "hardware",
+                              {"what": x.what, "baseline": x.baseline, "candidate": x.candidate}))
+    count = {role: len({r.run_id for r in runs if r.role == role}) for role in ("baseline", "candidate")}
+    return VerdictBox(
+        candidate=spec.candidate, better=better, worse=worse, same=same, unsettled=len(unsettled), total=len(main),
+        mde=float(np.median(mdes)) if mdes else None, caveats=tuple(caveats),
+        runs=(count["baseline"], count["candidate"]), processes=(method.baseline_units, method.candidate_units),
     )
 
 

@@ -300,6 +300,39 @@ class Side:
 
 
 @dataclass(frozen=True)
+class Caveat:
+    """Something other than the stacks' code that the answer depends on (``code`` names its
+    sentence in ``[verdict_box.caveat]``): a torch build of another kind, a package missing on
+    one side, precision settings that differ, other hardware, another timing method."""
+
+    code: str
+    params: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class VerdictBox:
+    """The article's answer in one sentence a reader can act on, then what it rests on.
+
+    ``better`` and ``worse`` hold every call (never folded into "and N more"), largest first;
+    ``same`` counts the rows equivalent within the band or identical, ``unsettled`` those the
+    runs cannot tell, whose median minimum detectable effect is ``mde`` (a fraction): below it
+    these runs cannot see a change. ``runs`` and ``processes`` are the evidence of each side
+    (baseline, candidate): runs, and worker processes in all.
+    """
+
+    candidate: str
+    better: tuple[CaseRow, ...]
+    worse: tuple[CaseRow, ...]
+    same: int
+    unsettled: int
+    total: int
+    mde: float | None
+    caveats: tuple[Caveat, ...]
+    runs: tuple[int, int]
+    processes: tuple[int, int]
+
+
+@dataclass(frozen=True)
 class ArticleData:
     """Everything one article shows, computed; ``page`` is its path under the site root."""
 
@@ -310,6 +343,7 @@ class ArticleData:
     candidate: Side
     device: str
     headline: Headline
+    verdict: VerdictBox
     stacks: tuple[StackRow, ...]
     changes: tuple[tuple[str, str | None, str | None], ...]
     confounders: tuple[Confounder, ...]

@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping
 
+from markupsafe import Markup
+
 from runformat.vocabulary import OTHER_FAMILY, NoteCode, Verdict
 from reporter.article.data import ArticleData, Block, CaseRow, ChartData, DerivedTable
 from reporter.present.charts import chart_lines, chart_ratios
@@ -140,6 +142,49 @@ class ArticleView:
                 self.notes[text] = len(self.notes) + 1
             marks.append(str(self.notes[text]).translate(SUPERSCRIPTS))
         return "".join(marks)
+
+    # The better calls the verdict's sentence names; the others are in the tables. Worse calls are all named.
+    VERDICT_BETTER_NAMED = 3
+
+    def verdict(self) -> dict[str, Any]:
+        """The verdict box: its admonition kind, the sentence, every regression, the caveats, the evidence."""
+        t, box = self.t, self.a.verdict
+        sep = Markup(t.plain("headline.sep"))
+
+        def item(r: CaseRow) -> Markup:
+            return t("verdict_box.item", case=r.full_label, change=self.change(r), ci=self.change_ci(r))
+
+        nb, nw = len(box.better), len(box.worse)
+        better = sep.join(t("verdict_box.item_short", case=r.full_label, change=self.change(r))
+                          for r in box.better[:self.VERDICT_BETTER_NAMED])
+        if nb > self.VERDICT_BETTER_NAMED:
+            better += t("verdict_box.more_better", n=nb - self.VERDICT_BETTER_NAMED)
+        if nb and nw:
+            sentence = t("verdict_box.better_and_worse", candidate=box.candidate, nb=nb, nw=nw, better=better)
+        elif nb:
+            sentence = t("verdict_box.better_only", candidate=box.candidate, n=nb, better=better)
+        elif nw:
+            sentence = t("verdict_box.worse_only", candidate=box.candidate, n=nw)
+        elif box.unsettled == 0 and box.same:
+            sentence = t("verdict_box.all_same", candidate=box.candidate, n=box.total, band=fmt_band(self.a.headline.equivalence))
+        else:
+            sentence = t("verdict_box.no_call", same=box.same, n=box.total, unsettled=box.unsettled,
+                         band=fmt_band(self.a.headline.equivalence))
+        if box.unsettled and box.mde is not None:
+            sentence += Markup(t.plain("verdict_box.join")) + t("verdict_box.cannot_tell", mde=fmt_band(box.mde), n=box.unsettled)
+        def value(key: str, v: Any) -> Any:
+            if key == "side":
+                return t.plain(f"side.{v}")
+            if key == "what" and t.has(f"stack.{v}"):
+                return t.plain(f"stack.{v}")
+            return t.plain("verdict_box.list_sep").join(v) if isinstance(v, tuple) else v
+
+        caveats = [t(f"verdict_box.caveat.{c.code}", **{k: value(k, v) for k, v in c.params.items()}) for c in box.caveats]
+        evidence = t("verdict_box.evidence", runs_b=box.runs[0], procs_b=box.processes[0],
+                     runs_c=box.runs[1], procs_c=box.processes[1])
+        kind = "failure" if nw else "success" if nb else "info"
+        return {"kind": kind, "sentence": sentence, "regressions": [item(r) for r in box.worse],
+                "caveats": caveats, "evidence": evidence}
 
     def warning_texts(self) -> list[str]:
         """The headline's warnings: confounders that touch many of the cases compared."""
@@ -362,3 +407,9 @@ def _percentiles_text(r: CaseRow) -> str | None:
     for p in r.latency:
         parts.append(f"{fmt_seconds(p.p95)} / {fmt_seconds(p.p99)}" if p else "—")
     return None if all(p == "—" for p in parts) else " → ".join(parts)
+
+
+def fmt_band(fraction: float) -> str:
+    """A band or detectable change as a percentage of the readers' size: ±2%, ±27%, ±0.5%."""
+    pct = 100 * fraction
+    return f"{pct:.0f}%" if pct >= 10 else f"{pct:.1f}%".replace(".0%", "%")

@@ -1,9 +1,11 @@
-"""The "How to reproduce" block of an article: commands a reader can run from a checkout.
+"""Every published article (the shipped archive, both languages): its verdict box and its
+"How to reproduce" block.
 
-Every published article's block (the shipped archive, both languages) names no redacted
-value and no folder of the machine that recorded or built it; its ``collector run`` commands
-parse with the collector's own parser and record both sides, interleaved where the sides ran
-the same selection; its ``reporter compare`` names the article's two selections.
+The verdict box opens the article, names every significant regression (never folded into
+"and N more") and says how much evidence each side has. The reproduce block names no
+redacted value and no folder of the machine that recorded or built it; its ``collector run``
+commands parse with the collector's own parser and record both sides, interleaved where the
+sides ran the same selection; its ``reporter compare`` names the article's two selections.
 """
 
 from __future__ import annotations
@@ -16,10 +18,14 @@ from pathlib import Path
 import pytest
 
 from collector.cli import build_parser
-from reporter.article.compute import _reproduce
-from reporter.article.config import ComparisonSpec
+from reporter.article.compute import _reproduce, compute_article
+from reporter.article.config import ComparisonSpec, load_config
+from reporter.data.load import load_archive
+from reporter.present.render import Messages
+from reporter.present.views import ArticleView
 from reporter.site.build import build_site
 from runformat.redact import REDACTED
+from runformat.vocabulary import Verdict
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -79,6 +85,37 @@ def test_every_published_block_records_both_sides_and_rebuilds_the_article(pages
         assert [s.partition("@")[0] for s in compares[0][2:4]] == labels, name
         if len(records) == 1:
             assert _record(records[0]).interleave, name
+
+
+def test_every_published_article_opens_with_its_verdict(pages: dict[str, str]) -> None:
+    for name, page in pages.items():
+        zh = name.startswith("zh/")
+        verdict = page.find('"结论"' if zh else '"Verdict"')
+        summary = page.find('!!! abstract "概要"' if zh else '!!! abstract "In short"')
+        assert 0 < verdict < summary, name
+        box = page[verdict:summary]
+        assert ("证据：基线" if zh else "Evidence: baseline") in box, name
+
+
+@pytest.mark.parametrize("archive_dir, config", [("runs", "imagebench.toml"), ("tests/data/golden_runs", None)])
+def test_the_verdict_names_every_regression(archive_dir: str, config: str | None) -> None:
+    archive = load_archive(ROOT / archive_dir)
+    specs = ([s for s in load_config(ROOT / config, explicit=True).comparisons if s.lang is None] if config else
+             [ComparisonSpec("golden-2.8.0", "golden-2.9.0"), ComparisonSpec("golden-2.9.0", "golden-2.10.0")])
+    named = 0
+    for spec in specs:
+        if spec.candidate not in archive.labels() and spec.candidate.partition("@")[0] not in archive.labels():
+            continue  # this machine's label: recorded by `make report`, not shipped
+        for lang in ("en", "zh"):
+            data = compute_article(archive, spec, lang=lang)
+            worse = [r for s in data.sections for b in s.blocks for r in b.rows if r.main and r.verdict is Verdict.WORSE]
+            box = ArticleView(data, Messages(lang)).verdict()
+            assert len(box["regressions"]) == len(worse), (spec, lang)
+            for r, text in zip(sorted(worse, key=lambda r: r.ratio.value), box["regressions"]):
+                assert r.full_label in html.unescape(str(text)) or html.unescape(r.full_label) in html.unescape(str(text))
+            assert (box["kind"] == "failure") == bool(worse)
+            named += len(worse)
+    assert named  # both archives have regressions to name
 
 
 def _fingerprint(**run: str) -> dict[tuple[str, str], list[str]]:
