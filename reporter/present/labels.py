@@ -175,7 +175,7 @@ def _case_label(t: Catalogue, workload: str, params: str | Mapping[str, Any] | N
     # conv2d's shape is one part whose keys may be omitted one by one.
     if workload == "conv2d" and "batch" in skip and not {"channels", "size"} <= skip:
         parts.insert(0, f"{p.get('batch')}×{p.get('channels')}×{p.get('size')}²")
-    text = ", ".join(x for x in parts if x)
+    text = t.plain("label.sep").join(x for x in parts if x)
     if workload in ("matmul", "cpu_vs_gpu", "memory", "conv2d") and text:
         text = text.replace(", ", " ") if workload in ("matmul", "memory") else text
     if with_workload or workload in ("matmul", "cpu_vs_gpu", "conv2d"):
@@ -230,9 +230,9 @@ def block_heading(t: Catalogue, workload: str, params_list: Sequence[Mapping[str
     if not shared:
         return name, set()
     described = case_label(t, workload, shared) if workload not in ("matmul", "cpu_vs_gpu", "conv2d") else \
-        ", ".join(x for x in (_part(t, workload, k, shared[k], shared) for k in _keys(workload, shared)
-                              if k not in QUIET_PARAMS) if x)
-    return (f"{name}: {described}" if described else name), set(shared)
+        t.plain("label.sep").join(x for x in (_part(t, workload, k, shared[k], shared) for k in _keys(workload, shared)
+                                              if k not in QUIET_PARAMS) if x)
+    return (t.plain("label.titled", name=name, described=described) if described else name), set(shared)
 
 
 def host_label(fp: Mapping[tuple[str, str], Sequence[str]], t: Catalogue) -> str | None:
@@ -255,4 +255,5 @@ def host_label(fp: Mapping[tuple[str, str], Sequence[str]], t: Catalogue) -> str
         parts.append(t.plain("label.host_container"))
     if not parts:
         return name
-    return f"{name} ({', '.join(parts)})" if name else ", ".join(parts)
+    listed = t.plain("label.sep").join(parts)
+    return t.plain("label.host", name=name, parts=listed) if name else listed

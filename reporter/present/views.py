@@ -344,6 +344,8 @@ def change_phrase(t: Messages, ratio: float, unit: str, better: str, cross_devic
     amount = factor_text(factor) if as_factor else f"{(factor - 1) * 100:.1f}%"
     if bare:
         return amount
+    if as_factor:  # 1.91× in English, 1.91 倍 in Chinese
+        amount = t.plain("change.factor", x=amount.removesuffix("×"))
     if unit == "s":
         key = "faster" if up else "slower"
     elif unit == "bytes":

@@ -78,7 +78,7 @@ def runs_index_view(archive: Archive, classes: Sequence[DeviceClass], t: Message
             str(len(r)),
             _date(r["started_at"].min()),
             _date(r["started_at"].max()),
-            ", ".join(f"{k}: {v}" for k, v in sorted(status.items())),
+            ", ".join(f"{_run_status(t, k)}: {v}" for k, v in sorted(status.items())),
             joined(distinct(r["torch"])),
         ])
     problems = TableView([_col(t, "path"), _col(t, "reason")])
@@ -96,11 +96,11 @@ def label_view(archive: Archive, label: str, reports: Sequence[dict[str, Any]], 
         run_id = str(row.run_id)
         table.rows.append([
             Link(run_id, relpath(page, run_page(label, run_id))), _date(row.started_at), _date(row.finished_at),
-            row.status, row.suite, row.device_name, row.hostname, row.image,
+            _run_status(t, row.status), row.suite, row.device_name, row.hostname, row.image,
             str(row.cases_ok), str(row.cases_failed), str(row.cases_total),
         ])
     counts = TableView([_col(t, "status"), _col(t, "runs", right=True)])
-    counts.rows = [[k, str(v)] for k, v in sorted(r["status"].fillna("?").astype(str).value_counts().items())]
+    counts.rows = [[_run_status(t, k), str(v)] for k, v in sorted(r["status"].fillna("?").astype(str).value_counts().items())]
     mine = TableView([_col(t, "report", "link"), _col(t, "baseline"), _col(t, "candidate")])
     for rep in reports:
         if label in (rep["baseline"].partition("@")[0], rep["candidate"].partition("@")[0]):
@@ -214,6 +214,8 @@ def _run_view(row: pd.Series, attempts: list[tuple[Any, ...]], env: list[tuple[A
             value = _date(value)
         if key == "cudnn" and isinstance(value, str):
             value = format_cudnn_version(value) or None
+        if key == "status" and isinstance(value, str):
+            value = _run_status(t, value)
         summary_table.rows.append([t(f"run.field.{key}"),
                                    None if value is None or (isinstance(value, float) and value != value) else str(value)])
     files = TableView([_col(t, "file", "link"), _col(t, "what")])
@@ -266,6 +268,11 @@ def _run_view(row: pd.Series, attempts: list[tuple[Any, ...]], env: list[tuple[A
         "counts": {**counts, "total": len(by_case)},
         "fingerprint": fingerprint,
     }
+
+
+def _run_status(t: Messages, status: Any) -> str:
+    """A run's recorded status (complete, interrupted, running) in the page's language; others as recorded."""
+    return t.plain(f"run_status.{status}") if t.has(f"run_status.{status}") else str(status)
 
 
 # ---- reports index ---------------------------------------------------------------------------
