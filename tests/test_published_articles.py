@@ -118,6 +118,22 @@ def test_the_verdict_names_every_regression(archive_dir: str, config: str | None
     assert named  # both archives have regressions to name
 
 
+def test_what_changed_keeps_the_entries_a_reader_weighs_first_in_view(pages: dict[str, str]) -> None:
+    folded_somewhere = False
+    for name, page in pages.items():
+        start = re.search(r"^### 1\.2 ", page, re.M)
+        section = page[start.end(): page.index("\n## ", start.end())]
+        in_view, _, folded = section.partition("\n??? note")
+        keys = re.findall(r"^\| <code>([^<]+)</code>", in_view, re.M)
+        assert len(keys) <= ArticleView.CHANGES_SHOWN or folded, name
+        assert "collect&#95;env.cpu&#95;info" not in in_view, name  # a full lscpu dump is never in view
+        if folded:
+            folded_somewhere = True
+            assert "<code>torch.version</code>" not in folded, name
+            assert keys and (keys[0] == "torch.version" or "<code>torch.version</code>" not in section), (name, keys[:3])
+    assert folded_somewhere
+
+
 def _fingerprint(**run: str) -> dict[tuple[str, str], list[str]]:
     return {("run", k): [v] for k, v in run.items()}
 

@@ -282,10 +282,31 @@ class ArticleView:
             return self.t.plain("article.env.changes_lead", n=n)
         return self.t.plain("article.env.changes_lead_settings", n=n, settings=n_settings)
 
-    def changes_table(self) -> Table:
+    # Up to this many differing entries are all shown; beyond it, the entries a reader weighs first
+    # (WEIGHED_FIRST, precision settings, the variables that change numerics) stay in view and the
+    # rest (a full lscpu, package lists) fold under a details box.
+    CHANGES_SHOWN = 12
+    WEIGHED_FIRST = ("torch.version", "cuda.runtime", "cuda.cudnn", "cuda.nccl", "driver.version", "gpu0.name", "gpu.count",
+                     "cpu.model", "cpu.logical_cores", "container.image", "python.version")
+    _NUMERICS_ENV = ("env.TORCH", "env.NVIDIA_TF32", "env.CUBLAS", "env.CUDNN", "env.OMP_NUM_THREADS")
+
+    def _weighed_first(self, key: str) -> bool:
+        return (key in self.WEIGHED_FIRST or key.startswith(("settings.", "cuda.tf32", "cuda.float32", "cudnn."))
+                or key.startswith(self._NUMERICS_ENV))
+
+    def changes_table(self, folded: bool = False) -> Table:
+        """The differing fingerprint entries in view (``folded``: those under the details box)."""
         t = self.t
         table = Table([col(t, "key", "code"), col(t, "baseline"), col(t, "candidate")], css="ib-wide")
-        table.rows = [list(c) for c in self.a.changes]
+        changes = self.a.changes
+        if len(changes) > self.CHANGES_SHOWN:
+            changes = tuple(c for c in changes if self._weighed_first(c[0]) != folded)
+            if not folded:  # in the order a reader weighs them: torch, CUDA, cuDNN, ..., then the settings
+                order = {k: i for i, k in enumerate(self.WEIGHED_FIRST)}
+                changes = tuple(sorted(changes, key=lambda c: order.get(c[0], len(order))))
+        elif folded:
+            changes = ()
+        table.rows = [list(c) for c in changes]
         return table
 
     def policy_table(self) -> Table:
