@@ -4,7 +4,7 @@ Simulates series of versions (default 6 versions, 3 runs each) whose noise comes
 recorded CPU runs: per case, the spread of worker processes within a run and of runs
 within a label, measured on the labels given (default: the CPU labels with three runs,
 torch-2.13.0-cpu and torch-2.14.1-cpu, and the interleaved series torch-2.10.0 ...
-torch-2.14.1, which give within-run spread only). Each simulated version is summarised
+torch-2.14.1; a case of a label with one run draws its run-to-run spread from the former). Each simulated version is summarised
 by the model's own interval (``reporter.model.stats.compute_location_cis``) and turned
 into a series point the way the pages do (``changepoints.point_of_summary``), so the
 figures include every approximation the pages make.
@@ -158,7 +158,7 @@ def rates(method, flat: list, planted: list, truth: np.ndarray, alpha: float | N
 
 SOURCES = {
     "the three-run CPU labels (torch-2.13.0-cpu, torch-2.14.1-cpu)": ("torch-2.13.0-cpu", "torch-2.14.1-cpu"),
-    "the interleaved series (torch-2.10.0 ... torch-2.14.1; run-to-run drawn from the three-run labels)":
+    "the interleaved series (torch-2.10.0 ... torch-2.14.1, three runs a release)":
         ("torch-2.10.0", "torch-2.11.0", "torch-2.12.1", "torch-2.13.0", "torch-2.14.1"),
 }
 
@@ -184,8 +184,9 @@ def main() -> None:
           f"a planted step at a random version, up or down; alpha {args.alpha}")
     for k, (name, labels) in enumerate(SOURCES.items()):
         within, between, procs = measure_noise(args.runs, labels) if k else three_run
-        if k:  # one run per label: run-to-run spread only from the three-run labels
-            between = rng.choice(three_run[1][np.isfinite(three_run[1])], within.size)
+        missing = ~np.isfinite(between)
+        if k and missing.any():  # cases of one-run labels: run-to-run spread drawn from the three-run labels
+            between[missing] = rng.choice(three_run[1][np.isfinite(three_run[1])], int(missing.sum()))
         ok = np.isfinite(between)
         print(f"\nnoise of {name}: {within.size} time rows; within-run SD of log process medians median "
               f"{np.median(within):.3f} (quartiles {np.quantile(within, 0.25):.3f}-{np.quantile(within, 0.75):.3f}), "
