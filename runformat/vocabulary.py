@@ -102,6 +102,9 @@ class NoteCode(str, enum.Enum):
     # the CI shown is at the article's false-coverage-rate-adjusted level (Benjamini &
     # Yekutieli 2005), not 95%, so that it agrees with the corrected test: level (fraction)
     ADJUSTED_INTERVAL = "adjusted_interval"
+    # the same setting measured by another workload of the article reads otherwise (one of the
+    # two is a call): other (that row's label), verdict (its verdict's key), ratio (its ratio)
+    DISAGREES = "disagrees"
     # a setting of the case's method differs between the sides (cuDNN's autotuner for a
     # convolution, changed by an imagebench version): setting, baseline, candidate
     METHOD_DIFFERS = "method_differs"

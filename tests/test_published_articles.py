@@ -134,6 +134,23 @@ def test_what_changed_keeps_the_entries_a_reader_weighs_first_in_view(pages: dic
     assert folded_somewhere
 
 
+def test_one_setting_read_otherwise_by_two_workloads_is_flagged_on_both_rows() -> None:
+    """The TF32 article: BERT-base 8×128 at FP32 is timed by bert_train (called worse) and by AMP's
+    FP32 rows (inconclusive); both rows say so and the verdict box lists them. BERT-base 32×128,
+    called better by both, is not flagged."""
+    from runformat.vocabulary import NoteCode
+
+    archive = load_archive(ROOT / "runs")
+    data = compute_article(archive, ComparisonSpec("h200-torch-2.11.0-cu130@20261202T161602Z",
+                                                   "h200-torch-2.11.0-cu130-tf32-override"))
+    rows = {r.case_id: r for s in data.sections for b in s.blocks for r in b.rows if r.metric == "time"}
+    flagged = {cid for cid, r in rows.items() if any(n.code is NoteCode.DISAGREES for n in r.notes)}
+    assert flagged == {"bert_train[batch=8,model=bert-base,seq=128]", "amp[batch=8,model=bert-base,precision=fp32,seq=128]"}
+    note = next(n for n in rows["bert_train[batch=8,model=bert-base,seq=128]"].notes if n.code is NoteCode.DISAGREES)
+    assert note.values["verdict"] == "inconclusive" and "AMP" in note.values["other"]
+    assert any(c.code == "disagree" for c in data.verdict.caveats)
+
+
 def _fingerprint(**run: str) -> dict[tuple[str, str], list[str]]:
     return {("run", k): [v] for k, v in run.items()}
 

@@ -32,6 +32,7 @@ from runformat.vocabulary import (
     SECTIONS,
     UNSETTLED,
     Note,
+    NoteCode,
     ValueFormat,
     Verdict,
     format_cudnn_version,
@@ -142,7 +143,8 @@ def compute_article(
     b = cache[base_key][1]
     sides, families, fps, devices, device = b["sides"], b["families"], b["fps"], b["devices"], b["device"]
     rows_df, units, confounders, cross_device = b["rows_df"], b["units"], b["confounders"], b["cross_device"]
-    rows = _case_rows(rows_df, sides, t, b["case_notes"], b["latency"])
+    rows = _with_disagreements(_case_rows(rows_df, sides, t, b["case_notes"], b["latency"]),
+                               dict(zip(rows_df["case_id"].astype(str), rows_df["params"])))
 
     sections = _sections(rows, rows_df, units, sides, spec, t, cache, lang)
     geomeans = dict(c.geomeans)
@@ -332,6 +334,43 @@ def _percentiles(values: np.ndarray | None) -> Percentiles | None:
         return None
     q = compute_percentiles(values)
     return Percentiles(q[0], q[1], q[2], int(values.size))
+
+
+# Workloads that time one training step of a model: the same model, batch and shape at FP32 is
+# one setting, whichever of them measured it (AMP's FP32 rows against the training workloads).
+TRAINING_STEP = ("bert_train", "resnet50_train", "amp")
+
+
+def _training_setting(row: CaseRow, params: Any) -> tuple[Any, ...] | None:
+    """The setting a training-step row times (model, batch, shape), or None for other rows."""
+    if row.workload not in TRAINING_STEP or row.metric != "time":
+        return None
+    p = params_of(params)
+    if (p.get("precision") or "fp32") != "fp32" or p.get("data", "synthetic") != "synthetic":
+        return None
+    return tuple(sorted((k, str(v)) for k, v in p.items() if k not in ("precision", "data")))
+
+
+def _with_disagreements(rows: list[CaseRow], params: Mapping[str, Any]) -> list[CaseRow]:
+    """The rows, each noted where another workload timed the same setting and reads otherwise
+    (the verdicts differ and one of them is a call): a reader sees both readings where either is."""
+    from dataclasses import replace
+
+    groups: dict[tuple[Any, ...], list[int]] = {}
+    for i, r in enumerate(rows):
+        key = _training_setting(r, params.get(r.case_id))
+        if key is not None:
+            groups.setdefault(key, []).append(i)
+    out = list(rows)
+    for members in groups.values():
+        for i in members:
+            for j in members:
+                a, b = rows[i], rows[j]
+                if a.workload == b.workload or a.verdict is b.verdict or not (a.verdict.is_call or b.verdict.is_call):
+                    continue
+                out[i] = replace(out[i], notes=out[i].notes + (Note.of(
+                    NoteCode.DISAGREES, other=b.full_label, verdict=b.verdict.name.lower(), ratio=f"{b.ratio.value:.3f}×"),))
+    return out
 
 
 # ---- sections and blocks ----------------------------------------------------------------------------
@@ -721,6 +760,9 @@ def _verdict_box(spec: ComparisonSpec, rows: list[CaseRow], fps: Mapping[str, Ma
     settings = [key.removeprefix("settings.") for key, _, _ in changes if key.startswith("settings.")]
     if settings:
         caveats.append(Caveat("precision", {"settings": ", ".join(settings)}))
+    disagree = [r.full_label for r in main if any(n.code is NoteCode.DISAGREES for n in r.notes)]
+    if disagree:
+        caveats.append(Caveat("disagree", {"cases": tuple(disagree)}))
     if cross_device:
         caveats.append(Caveat("cross_device"))
     for x in confounders:

@@ -17,7 +17,7 @@ from reporter.present.messages import Catalogue
 # Parameters that hold a fraction and read as a percentage.
 FRACTION_PARAMS = frozenset({"noise", "band", "level"})
 # Parameters that hold a word of the catalogue: the parameter and the table its words are in.
-WORD_PARAMS = {"side": "side", "setting": "setting_name"}
+WORD_PARAMS = {"side": "side", "setting": "setting_name", "verdict": "verdict"}
 
 
 @lru_cache(maxsize=None)
