@@ -148,7 +148,7 @@ def compare_command(
         article = compute_article(archive, spec, comparison=comparison, lang=lang,
                                   families={k: w.family for k, w in workloads.items()},
                                   titles={k: w.title_in(lang) for k, w in workloads.items()})
-    t = catalogue(lang)
+    t = catalogue(lang, article.words if article is not None else None)
     if fmt in ("text", "table"):
         click.echo(render_text(build_report(article, comparison, t, details=details), _width(width), color=_color()),
                    nl=False)

@@ -151,6 +151,15 @@ def test_one_setting_read_otherwise_by_two_workloads_is_flagged_on_both_rows() -
     assert any(c.code == "disagree" for c in data.verdict.caveats)
 
 
+def test_articles_of_cpu_runs_speak_of_processes_and_host_memory(pages: dict[str, str]) -> None:
+    cpu_only = {name: page for name, page in pages.items() if "h100" not in name and "h200" not in name}
+    assert len(cpu_only) >= 6  # three CPU articles, two languages
+    for name, page in cpu_only.items():
+        for word in ("multi-GPU", "Multi-GPU", "-GPU", "per GPU", "多 GPU", "块 GPU", "显存"):
+            assert word not in page, (name, word)
+    assert any("DDP" in page for page in cpu_only.values())
+
+
 def _fingerprint(**run: str) -> dict[tuple[str, str], list[str]]:
     return {("run", k): [v] for k, v in run.items()}
 

@@ -132,7 +132,6 @@ def compute_article(
     registry's), ``titles`` a workload to its methodology title. ``cache`` may be shared
     between articles of one build (a side's informational summaries are computed once).
     """
-    t = catalogue(lang)
     cache = cache if cache is not None else {}
     c = comparison or compare_labels(archive, spec.baseline, spec.candidate, noise=spec.noise,
                                      single_band=spec.single_band, correction=spec.correction)
@@ -141,6 +140,10 @@ def compute_article(
     if base_key not in cache:
         cache[base_key] = (c, _language_free(archive, spec, c, families, cache))
     b = cache[base_key][1]
+    # Words of the device: an article whose runs are all on CPUs speaks of processes, not GPUs.
+    kinds = set(pd.concat([a.runs["device_type"] for a in b["sides"].values()]).dropna().astype(str))
+    words = "cpu" if kinds == {"cpu"} else None
+    t = catalogue(lang, words)
     sides, families, fps, devices, device = b["sides"], b["families"], b["fps"], b["devices"], b["device"]
     rows_df, units, confounders, cross_device = b["rows_df"], b["units"], b["confounders"], b["cross_device"]
     rows = _with_disagreements(_case_rows(rows_df, sides, t, b["case_notes"], b["latency"]),
@@ -186,6 +189,7 @@ def compute_article(
         reproduce=b["reproduce"],
         build_command=build_command,
         gpus=b["gpus"],
+        words=words,
     )
 
 
@@ -258,6 +262,8 @@ def _case_rows(df: pd.DataFrame, sides: Mapping[str, Archive], t: Catalogue,
             if metric != "time" and metric != "latency":
                 label = t.plain("label.metric_suffix", label=label, metric=_metric_name(t, metric))
                 full_label = t.plain("label.metric_suffix", label=full_label, metric=_metric_name(t, metric))
+            elif workload == "compile" and metric == "time":  # the compiled step, not the compile
+                full_label = t.plain("label.metric_suffix", label=full_label, metric=_metric_name(t, "compiled_step"))
             verdict = Verdict(str(r["verdict"]))
             lat = (None, None)
             if metric == "latency":

@@ -360,6 +360,8 @@ class ArticleData:
     # Whether the sides ran on the same GPUs, by the UUIDs their runs recorded: "same",
     # "different" (none in common) or "mixed"; None where a side recorded none.
     gpus: Literal["same", "different", "mixed"] | None = None
+    # The device's own words in the catalogues ("cpu": every run on CPUs), or None.
+    words: str | None = None
 
     @property
     def conclusion_number(self) -> int:

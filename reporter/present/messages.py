@@ -28,10 +28,13 @@ class Catalogue:
     ``test_every_english_string_has_a_chinese_one`` keeps the Chinese catalogue complete.
     """
 
-    def __init__(self, lang: str) -> None:
+    def __init__(self, lang: str, words: str | None = None) -> None:
         if lang not in LANGUAGES:
             raise ValueError(f"unknown language {lang!r}; choose one of: {', '.join(LANGUAGES)}")
         self.lang = lang
+        # ``words``: a device's own words ("cpu": processes, not GPUs; 内存, not 显存), kept in the
+        # catalogue's ``[on_cpu]`` table and looked up before the plain key.
+        self.words = words
         self._own = load_messages(lang)
         self._fallback = load_messages("en") if lang != "en" else self._own
         self._found: dict[str, Any] = {}  # key -> its value, looked up once (a site asks for some 100,000)
@@ -45,9 +48,10 @@ class Catalogue:
             return found
 
     def _lookup(self, key: str) -> Any:
-        for table in (self._own, self._fallback):
+        keys = ([f"on_{self.words}.{key}"] if self.words else []) + [key]
+        for table, k in ((t, k) for t in (self._own, self._fallback) for k in keys):
             node: Any = table
-            for part in key.split("."):
+            for part in k.split("."):
                 if not isinstance(node, dict) or part not in node:
                     node = None
                     break
@@ -84,11 +88,11 @@ def load_messages(lang: str) -> dict[str, Any]:
         return tomllib.load(f)
 
 
-_CATALOGUES: dict[str, Catalogue] = {}
+_CATALOGUES: dict[tuple[str, str | None], Catalogue] = {}
 
 
-def catalogue(lang: str) -> Catalogue:
-    """The (cached) catalogue of ``lang``."""
-    if lang not in _CATALOGUES:
-        _CATALOGUES[lang] = Catalogue(lang)
-    return _CATALOGUES[lang]
+def catalogue(lang: str, words: str | None = None) -> Catalogue:
+    """The (cached) catalogue of ``lang``, with a device's own ``words`` (see ``Catalogue``)."""
+    if (lang, words) not in _CATALOGUES:
+        _CATALOGUES[(lang, words)] = Catalogue(lang, words)
+    return _CATALOGUES[(lang, words)]

@@ -415,8 +415,9 @@ def render_table(table: Table) -> Markup:
 # ---- the environment -----------------------------------------------------------------------
 
 
-def make_environment(lang: str) -> jinja2.Environment:
-    """A Jinja2 environment for ``lang``: file templates, Markdown escaping, strict undefined."""
+def make_environment(lang: str, words: str | None = None) -> jinja2.Environment:
+    """A Jinja2 environment for ``lang`` (and a device's ``words``, see ``Catalogue``): file
+    templates, Markdown escaping, strict undefined."""
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(TEMPLATES_DIR)),
         # ``finalize`` escapes for Markdown and HTML and returns Markup, which autoescape
@@ -448,7 +449,7 @@ def make_environment(lang: str) -> jinja2.Environment:
         fraction_ci=fmt_fraction_ci,
         table=render_table,
     )
-    messages = Messages(lang)
+    messages = Messages(lang, words)
     env.filters["stack_name"] = lambda name: messages.plain(f"stack.{name}")
     env.globals["t"] = messages
     env.globals["lang"] = lang
@@ -456,7 +457,7 @@ def make_environment(lang: str) -> jinja2.Environment:
     return env
 
 
-_ENVIRONMENTS: dict[str, jinja2.Environment] = {}
+_ENVIRONMENTS: dict[tuple[str, str | None], jinja2.Environment] = {}
 
 
 def render_page(template: str, view: Any, lang: str, *, marker: str = "", data: Any = None) -> str:
@@ -465,8 +466,9 @@ def render_page(template: str, view: Any, lang: str, *, marker: str = "", data: 
     The view is available to templates as ``v``, the computed data (an article's
     ``ArticleData``) as ``a``; ``marker`` is the text of the generated-page comment.
     """
-    env = _ENVIRONMENTS.get(lang)
+    words = getattr(data, "words", None)  # an article of CPU runs speaks of processes, not GPUs
+    env = _ENVIRONMENTS.get((lang, words))
     if env is None:
-        env = _ENVIRONMENTS[lang] = make_environment(lang)
+        env = _ENVIRONMENTS[(lang, words)] = make_environment(lang, words)
     return env.get_template(template).render(a=data if data is not None else view, v=view,
                                                     generated_marker=Markup(marker))

@@ -455,7 +455,7 @@ def build_site(
         for page_lang in languages:
             prefix = language_prefix(page_lang, site_lang)
             by_lang[page_lang] = [
-                _Page(prefix + data.page, "article.md.j2", partial(ArticleView, data, _messages(page_lang)), page_lang, data,
+                _Page(prefix + data.page, "article.md.j2", partial(ArticleView, data, _messages(page_lang, data.words)), page_lang, data,
                       key=compute_key("page", prefix + data.page, article_key, page_lang))
                 for lang, data, article_key in articles if lang == page_lang]
             pages.extend(by_lang[page_lang])
@@ -691,13 +691,13 @@ def _portable_path(path: Path | str | None, stand_in: str) -> str:
     return stand_in if Path(shown).is_absolute() or shown.startswith("~") else shlex.quote(shown)
 
 
-_MESSAGES: dict[str, Messages] = {}
+_MESSAGES: dict[tuple[str, str | None], Messages] = {}
 
 
-def _messages(lang: str) -> Messages:
-    if lang not in _MESSAGES:
-        _MESSAGES[lang] = Messages(lang)
-    return _MESSAGES[lang]
+def _messages(lang: str, words: str | None = None) -> Messages:
+    if (lang, words) not in _MESSAGES:
+        _MESSAGES[(lang, words)] = Messages(lang, words)
+    return _MESSAGES[(lang, words)]
 
 
 _LEAVES = frozenset({str, int, float, bool, type(None)})
