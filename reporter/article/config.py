@@ -197,17 +197,23 @@ def device_class_of(device_type: Any, device_name: Any) -> str:
     return f"{name} ({kind})"
 
 
-def label_version(label: str) -> tuple[Version, ...] | None:
-    """The versions a label carries: its dotted versions in order, then a ``cuNNN`` suffix.
-
-    ``torch-2.9.0-cu128`` -> (2.9.0, 128); ``h200-check`` -> None (no dotted version).
-    """
+def name_versions(label: str) -> tuple[Version, ...]:
+    """The dotted versions written in a label's name, in order: ``img-1.10-torch-2.9`` -> (1.10, 2.9)."""
     out = []
     for token in _VERSION_TOKEN.findall(label):
         try:
             out.append(Version(token))
         except InvalidVersion:
             continue
+    return tuple(out)
+
+
+def label_version(label: str) -> tuple[Version, ...] | None:
+    """The versions a label carries: its dotted versions in order, then a ``cuNNN`` suffix.
+
+    ``torch-2.9.0-cu128`` -> (2.9.0, 128); ``h200-check`` -> None (no dotted version).
+    """
+    out = list(name_versions(label))
     if not out:
         return None
     out += [Version(m) for m in _CUDA_TOKEN.findall(label)]

@@ -19,7 +19,7 @@ import pandas as pd
 from packaging.version import InvalidVersion, Version
 
 from reporter.data.load import Archive
-from reporter.article.config import _CUDA_TOKEN, _VERSION_TOKEN, DeviceClass
+from reporter.article.config import _CUDA_TOKEN, _VERSION_TOKEN, DeviceClass, name_versions
 
 
 @dataclass(frozen=True)
@@ -72,17 +72,6 @@ def compute_label_info(archive: Archive, run_ids: frozenset[str] | None = None) 
     return out
 
 
-def _name_version(label: str) -> tuple[Version, ...]:
-    """The versions written in a label's name, in order: ``img-1.10-torch-2.9`` -> (1.10, 2.9)."""
-    out = []
-    for token in _VERSION_TOKEN.findall(label):
-        try:
-            out.append(Version(token))
-        except InvalidVersion:
-            continue
-    return tuple(out)
-
-
 def _parsed(version: str | None) -> Version | None:
     try:
         return Version(version) if version else None
@@ -109,7 +98,7 @@ def compute_series(cls: DeviceClass, info: Mapping[str, LabelInfo]) -> list[Seri
         if by_version:
             # Labels that recorded one torch version (images rebuilt around the same torch) keep
             # their own points, in the order of the versions in their names.
-            ordered = sorted(labels, key=lambda lab: (parsed[lab], _name_version(lab), first[lab], lab))
+            ordered = sorted(labels, key=lambda lab: (parsed[lab], name_versions(lab), first[lab], lab))
         else:
             ordered = sorted(labels, key=lambda lab: (first[lab], lab))
         points = tuple(ordered)
