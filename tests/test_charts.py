@@ -406,3 +406,27 @@ print(json.dumps({"started_here": started_here, "version": r.version, "here": _r
     assert got["version"] == got["here"] and "fonts=" in got["version"]
     assert got["chinese"] is got["chinese_here"]  # the chart process's answer, without vl-convert here
     assert got["same"] is True
+
+
+def test_direct_labels_name_each_line_at_its_end_and_never_overlap() -> None:
+    from reporter.present.charts import LINE_HEIGHT, MORE_COLORS
+
+    rows = []
+    for x, label in enumerate(["a-1", "a-2", "a-3"]):
+        for j in range(8):  # eight lines, four pairs of which end at the same height
+            v = (j // 2 + 1) * 1e-3 * (1 + 0.02 * x)
+            rows.append({"x": label, "y": v, "y_low": v * 0.98, "y_high": v * 1.02,
+                         "series": f"matmul {256 * (j + 1)}², fp32-strict, a name long enough to wrap"})
+    spec = chart_lines(rows, x_title="label", y_title="time", y_unit="s", x_type="N", log_x=False, log_y=True,
+                       direct_labels=True)
+    ends = sorted((d for d in spec["datasets"]["rows"] if d.get("end")), key=lambda d: d["end_y"])
+    assert len(ends) == 8 and all(d["x"] == "a-3" for d in ends)
+    for above, below in zip(ends, ends[1:]):  # each name's lines end before the next name begins
+        assert above["end_y"] + above["series"].count("\n") * LINE_HEIGHT + LINE_HEIGHT <= below["end_y"] + 1e-6
+    assert spec["layer"][1]["encoding"]["color"]["legend"] is None
+    svg = render_svg(spec)
+    for d in ends:
+        assert d["series"].split("\n")[0] in svg
+    with pytest.raises(ValueError, match="at most 8"):
+        chart_lines([dict(r, series=f"s{i}") for i, r in enumerate(rows[:len(MORE_COLORS) + 1])], x_title="x",
+                    y_title="y", x_type="N", log_x=False, direct_labels=True)

@@ -94,3 +94,27 @@ def test_flat_series_show_no_step() -> None:
     cls = DeviceClass("cpu", labels, frozenset(), True)
     index, _ = trends_views([TrendInput(cls, _summaries(levels, 0.02), {}, {}, info)], {}, Messages("zh"), [0])
     assert index["n_steps"] == 0 and not index["steps"].rows
+
+
+def test_a_workload_of_many_cases_takes_charts_of_at_most_eight_named_lines() -> None:
+    labels = ("torch-2.10.0", "torch-2.11.0", "torch-2.12.1")
+    info = {lab: LabelInfo(lab.removeprefix("torch-"), _day(i + 1), _day(i + 1)) for i, lab in enumerate(labels)}
+    rows = []
+    for i, label in enumerate(labels):
+        for n in range(1, 12):  # eleven cases: two charts, of six and five lines
+            est = 1e-3 * n * (1 + 0.01 * i)
+            rows.append({"label": label, "case_id": f"k[n={n:02d}]", "workload": "k", "params": {"n": n},
+                         "metric": "time", "unit": "s", "better": "lower", "median": est, "ci_low": est * 0.99,
+                         "ci_high": est * 1.01, "estimate": est, "n_processes": 9, "n_runs": 3, "runs_covered": True})
+    cls = DeviceClass("AMD EPYC (cpu)", labels, frozenset(), True)
+    _, families = trends_views([TrendInput(cls, pd.DataFrame(rows), {}, {}, info)], {}, Messages("en"), [0], [])
+    charts = families[OTHER_FAMILY]["groups"][0]["workloads"][0]["charts"]
+    counts = [len({d["series"] for d in c.spec["datasets"]["rows"]}) for c in charts]
+    assert counts == [6, 5]
+    assert [c.title.endswith(f"({i} of 2)") for i, c in enumerate(charts, 1)] == [True, True]
+    for chart in charts:  # each line named once, at its last label, with no legend
+        ends = [d for d in chart.spec["datasets"]["rows"] if d.get("end")]
+        assert sorted(d["series"] for d in ends) == sorted({d["series"] for d in chart.spec["datasets"]["rows"]})
+        assert all(d["x"] == "torch-2.12.1" for d in ends)
+        assert "legend" not in str(chart.spec["layer"][1]["encoding"]["color"]) or \
+            chart.spec["layer"][1]["encoding"]["color"]["legend"] is None

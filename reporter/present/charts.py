@@ -54,6 +54,9 @@ DATASET = "rows"
 WRAP_CHARS = 40  # a legend line holds about this many Latin characters (a Chinese one counts two)
 CASE_WRAP_CHARS = 52  # a case label beside the ratio chart (about 270 px)
 LINE_HEIGHT = 12
+LINES_HEIGHT = 240  # the plot of a line chart, in pixels
+LABEL_ROOM = 170  # what a line chart with direct labels gives its names, out of WIDTH
+LABEL_WRAP_CHARS = 28  # a direct label's line (about 150 px at 10 px)
 ROW_HEIGHT = 18
 MAX_TICKS = 7
 VERDICT_COLORS = {
@@ -290,6 +293,7 @@ def chart_lines(
     log_y: bool = True,
     y_unit: str | None = None,
     stacks: Sequence[str] | None = None,
+    direct_labels: bool = False,
 ) -> dict[str, Any]:
     """Medians with 95% CI error bars, one line per series: time by size, scaling, trends.
 
@@ -304,6 +308,10 @@ def chart_lines(
     ``y_unit`` is the unit ``y`` is stored in: seconds (``"s"``) and bytes are shown in the
     unit that fits the data, named after ``y_title`` in brackets; any other unit is named
     as it is. With ``y_unit=None``, ``y_title`` is shown as given.
+
+    ``direct_labels`` (without ``stacks``, at most ``len(MORE_COLORS)`` series): each line
+    is named at its right end, in its colour, instead of in a legend; names that would
+    overlap are moved apart (see ``_spread``).
     """
     unit, size = scale_unit([r.get("y") for r in rows], y_unit)
     if not unit:
@@ -327,18 +335,33 @@ def chart_lines(
         data.append(d)
     variants = len({d.get("variant") for d in data}) > 1 if by_stack else False
     stack_names = [wrap_label(s) for s in (stacks or ())]
-    spec = json.loads(_lines_skeleton(x_title, title, x_type, log_x, log_y, by_stack, variants))
+    direct = direct_labels and not by_stack
+    if direct:
+        series = {d["series"] for d in data}
+        if len(series) > len(MORE_COLORS):
+            raise ValueError(f"{len(series)} series for a chart of at most {len(MORE_COLORS)} directly labelled lines")
+        for d in data:
+            d["series"] = wrap_label(str(d["series"]), LABEL_WRAP_CHARS)
+    spec = json.loads(_lines_skeleton(x_title, title, x_type, log_x, log_y, by_stack, variants, direct))
     if by_stack:
         extra = sorted({d["stack"] for d in data} - set(stack_names))
         names = stack_names + extra
         palette = list(STACK_COLORS) + [c for c in MORE_COLORS if c not in STACK_COLORS]
         _patch(spec, ("stack",), scale={"domain": names, "range": palette[:len(names)]})
     ys = _finite([d.get(k) for d in data for k in ("y", "y_low", "y_high")])
+    y_domain = None
     if log_y:
         ys = [v for v in ys if v > 0]
         if ys:
-            domain = _padded_log(min(ys), max(ys))
-            _patch(spec, ("y", "y_low"), scale={"domain": domain}, axis={"values": log_ticks(*domain)})
+            y_domain = _padded_log(min(ys), max(ys))
+            _patch(spec, ("y", "y_low"), scale={"domain": y_domain}, axis={"values": log_ticks(*y_domain)})
+    elif direct and ys:  # the names are placed in pixels: the scale's domain must be known
+        pad = (max(ys) - min(ys)) * 0.05 or abs(max(ys)) * 0.05 or 0.5
+        y_domain = [min(ys) - pad, max(ys) + pad]
+        _patch(spec, ("y", "y_low"), scale={"domain": y_domain, "nice": False},
+               axis={"values": linear_ticks(*y_domain)})
+    if direct:
+        _end_labels(data, xs, x_type, y_domain, log_y)
     if x_type == "Q":
         xv = sorted(set(_finite(xs)))
         if log_x:
@@ -355,6 +378,50 @@ def chart_lines(
     return _with_data(spec, data)
 
 
+def _end_labels(data: list[dict[str, Any]], xs: Sequence[Any], x_type: str, y_domain: Sequence[float] | None,
+                log_y: bool) -> None:
+    """Mark the last point of each series (``end``) with where its name goes (``end_y``, in
+    pixels from the plot's top): beside the height of that point, apart from the other names."""
+    rank = {x: i for i, x in enumerate(dict.fromkeys(xs))} if x_type == "N" else None
+    ends: dict[str, dict[str, Any]] = {}
+    for d in data:
+        y = d.get("y")
+        if not isinstance(y, (int, float)) or not math.isfinite(y) or (log_y and y <= 0):
+            continue
+        key = rank[d["x"]] if rank is not None else d["x"]
+        best = ends.get(d["series"])
+        if best is None or key >= (rank[best["x"]] if rank is not None else best["x"]):
+            ends[d["series"]] = d
+    if not ends or y_domain is None:
+        return
+    lo, hi = y_domain
+    scale = (lambda v: math.log(v)) if log_y else (lambda v: v)
+    span = (scale(hi) - scale(lo)) or 1.0
+    wanted = {name: LINES_HEIGHT * (1 - (scale(d["y"]) - scale(lo)) / span) for name, d in ends.items()}
+    placed = _spread(wanted, {name: _lines(name) * LINE_HEIGHT for name in ends}, LINES_HEIGHT)
+    for name, d in ends.items():  # the top of the name's first line
+        d["end"], d["end_y"] = True, placed[name] - _lines(name) * LINE_HEIGHT / 2 + 1
+
+
+def _spread(wanted: Mapping[str, float], heights: Mapping[str, float], room: float) -> dict[str, float]:
+    """Centres (pixels from the plot's top) near ``wanted`` at which no two names overlap.
+
+    Each name is pushed below the one above it; then, where the last runs past the bottom
+    of the ``room``, the column is pushed back up from the bottom, each name staying above
+    the one below it. Names that cannot all fit the room keep their order and run past
+    its top (the chart grows to hold them).
+    """
+    order = sorted(wanted, key=lambda n: (wanted[n], n))
+    gap = {(a, b): (heights[a] + heights[b]) / 2 for a, b in zip(order, order[1:])}
+    placed = {order[0]: wanted[order[0]]}
+    for above, name in zip(order, order[1:]):
+        placed[name] = max(wanted[name], placed[above] + gap[above, name])
+    placed[order[-1]] = min(placed[order[-1]], room - heights[order[-1]] / 2 + LINE_HEIGHT / 2)
+    for above, below in reversed(list(zip(order, order[1:]))):
+        placed[above] = min(placed[above], placed[below] - gap[above, below])
+    return placed
+
+
 def _stack_of(row: Mapping[str, Any], stacks: Sequence[str]) -> tuple[str, str]:
     if "stack" in row:
         return str(row["stack"]), str(row.get("variant") or "")
@@ -369,7 +436,7 @@ def _stack_of(row: Mapping[str, Any], stacks: Sequence[str]) -> tuple[str, str]:
 
 @lru_cache(maxsize=64)
 def _lines_skeleton(x_title: str, y_title: str, x_type: str, log_x: bool, log_y: bool, by_stack: bool,
-                    variants: bool) -> str:
+                    variants: bool, direct: bool = False) -> str:
     import altair as alt
 
     if x_type == "Q":
@@ -388,6 +455,9 @@ def _lines_skeleton(x_title: str, y_title: str, x_type: str, log_x: bool, log_y:
             extra["shape"] = alt.Shape("variant:N", title=None, sort="ascending",
                                        legend=alt.Legend(orient="bottom", columns=1, symbolFillColor="#555", **legend))
         detail = alt.Detail("series:N")
+    elif direct:  # named at the line's end instead (see _end_labels)
+        color = alt.Color("series:N", title=None, sort="ascending", scale=alt.Scale(range=list(MORE_COLORS)), legend=None)
+        detail = alt.Detail("series:N")
     else:
         color = alt.Color("series:N", title=None, sort="ascending", scale=alt.Scale(range=list(MORE_COLORS)),
                           legend=alt.Legend(orient="bottom", columns=1, **legend))
@@ -397,7 +467,16 @@ def _lines_skeleton(x_title: str, y_title: str, x_type: str, log_x: bool, log_y:
         x=x, y=y, color=color, detail=detail, **extra)
     bars = base.mark_rule(strokeWidth=1.5).encode(x=x, y=alt.Y("y_low:Q", title=y_title, scale=y_scale, axis=y_axis),
                                                   y2="y_high:Q", color=color, detail=detail)
-    chart = alt.layer(bars, line).properties(width=WIDTH - 120, height=240)
+    layers = [bars, line]
+    width = WIDTH - 120
+    if direct:
+        width = WIDTH - 50 - LABEL_ROOM  # the y axis takes about 50 px, the names LABEL_ROOM
+        # In one column right of the plot (pixels, not data), each name's first line at the top of its room.
+        names = base.transform_filter("datum.end").mark_text(
+            align="left", baseline="top", lineBreak="\n", lineHeight=LINE_HEIGHT, fontSize=10).encode(
+            x=alt.value(width + 10), y=alt.Y("end_y:Q", scale=None, axis=None), text="series:N", color=color)
+        layers.append(names)
+    chart = alt.layer(*layers).properties(width=width, height=LINES_HEIGHT)
     spec = chart.to_dict(validate=False)
     # Several legends below the chart are stacked, not set side by side.
     spec.setdefault("config", {}).setdefault("legend", {})["layout"] = {

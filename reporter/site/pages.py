@@ -31,7 +31,7 @@ from reporter.present.views import RAW_FILES, ChartView, Link, WorkloadInfo, fam
 TREND_HIDDEN_METRICS = ("wall_time",)
 # Trends show the metrics a reader follows across versions; one chart per workload.
 TREND_CHART_METRICS = ("time", "latency", "compile_time", "throughput")
-MAX_CHART_SERIES = 12
+MAX_CHART_SERIES = 8  # lines a trend chart names at their ends; more cases take more charts
 
 
 def _col(t: Messages, key: str, fmt: str = "text", right: bool = False, **values: Any) -> Column:
@@ -378,7 +378,6 @@ def trends_views(inputs: Sequence[TrendInput], workloads: Mapping[str, WorkloadI
                 present = [lab for lab in order if lab in shown]
                 table = TableView([_col(t, "case"), _col(t, "metric")] +
                                   [Column(lab, "median_ci", True) for lab in present])
-                points = []
                 names = _case_names(t, str(workload), w_rows)
                 for (case_id, metric), rows in w_rows.groupby(["case_id", "metric"], sort=True):
                     by_label = {str(r.label): r for r in rows.itertuples()}
@@ -396,23 +395,14 @@ def trends_views(inputs: Sequence[TrendInput], workloads: Mapping[str, WorkloadI
                 charts = []
                 if chart_metric and len(present) >= 2:
                     sub = w_rows[w_rows["metric"] == chart_metric]
-                    cases = sorted(sub["case_id"].astype(str).unique())[:MAX_CHART_SERIES]
-                    for r in sub.itertuples():
-                        if str(r.case_id) in cases:
-                            points.append({"x": str(r.label), "y": shown_location(r.estimate, r.median), "y_low": r.ci_low, "y_high": r.ci_high,
-                                           "series": names.get(str(r.case_id)) or str(r.case_id)})
-                    unit = str(sub["unit"].iloc[0])
-                    rank = {lab: i for i, lab in enumerate(present)}
-                    points.sort(key=lambda p: (rank[p["x"]], p["series"]))
-                    spec = chart_lines(points, x_title=t.plain("chart.label_axis"),
-                                       y_title=_metric(t, chart_metric), y_unit=unit, x_type="N",
-                                       log_x=False, log_y=unit in ("s", "bytes"))
-                    data = TableView([_col(t, "label"), _col(t, "case"), _col(t, "estimate", "value", True),
-                                      _col(t, "ci", "interval", True)])
-                    data.rows = [[p["x"], p["series"], (p["y"], unit), (p["y_low"], p["y_high"], unit)] for p in points]
-                    chart_counter[0] += 1
-                    charts.append(ChartView(t.plain("chart.trend_title", workload=title, metric=_metric(t, chart_metric)),
-                                            spec, data, f"t{chart_counter[0]}"))
+                    parts = _chart_parts(sorted(sub["case_id"].astype(str).unique()))
+                    for i, part in enumerate(parts, 1):
+                        chart_counter[0] += 1
+                        chart = _trend_chart(t, sub[sub["case_id"].astype(str).isin(part)], present, names, title,
+                                             chart_metric, f"t{chart_counter[0]}")
+                        if len(parts) > 1:
+                            chart.title = t.plain("chart.trend_part", title=chart.title, part=i, parts=len(parts))
+                        charts.append(chart)
                 group["workloads"].append({"title": title, "table": table, "charts": charts})
                 view["labels"].update(present)
             view["groups"].append(group)
@@ -424,6 +414,29 @@ def trends_views(inputs: Sequence[TrendInput], workloads: Mapping[str, WorkloadI
     all_steps.sort(key=lambda st: -abs(st["size"]))
     return {"families": index, "steps": _steps_table(t, all_steps, "trends/index.md", with_family=True),
             "n_steps": len(all_steps)}, {f: families[f] for f in ordered}
+
+
+def _chart_parts(cases: list[str]) -> list[list[str]]:
+    """``cases`` in as few charts of at most MAX_CHART_SERIES lines as there can be, of even sizes."""
+    n = -(-len(cases) // MAX_CHART_SERIES)
+    size = -(-len(cases) // n) if n else 0
+    return [cases[i:i + size] for i in range(0, len(cases), size)] if size else []
+
+
+def _trend_chart(t: Messages, sub: Any, present: list[str], names: Mapping[str, str], title: str, metric: str,
+                 key: str) -> ChartView:
+    """One trend chart: each case of ``sub`` a line across the labels, named at its end."""
+    points = [{"x": str(r.label), "y": shown_location(r.estimate, r.median), "y_low": r.ci_low, "y_high": r.ci_high,
+               "series": names.get(str(r.case_id)) or str(r.case_id)} for r in sub.itertuples()]
+    unit = str(sub["unit"].iloc[0])
+    rank = {lab: i for i, lab in enumerate(present)}
+    points.sort(key=lambda p: (rank[p["x"]], p["series"]))
+    spec = chart_lines(points, x_title=t.plain("chart.label_axis"), y_title=_metric(t, metric), y_unit=unit, x_type="N",
+                       log_x=False, log_y=unit in ("s", "bytes"), direct_labels=True)
+    data = TableView([_col(t, "label"), _col(t, "case"), _col(t, "estimate", "value", True),
+                      _col(t, "ci", "interval", True)])
+    data.rows = [[p["x"], p["series"], (p["y"], unit), (p["y_low"], p["y_high"], unit)] for p in points]
+    return ChartView(t.plain("chart.trend_title", workload=title, metric=_metric(t, metric)), spec, data, key)
 
 
 # ---- trends: release series, neighbouring comparisons and change points ---------------------

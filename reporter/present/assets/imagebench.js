@@ -1,4 +1,4 @@
-/* imagebench: break points in long ids inside table cells.
+/* imagebench: break points in long ids inside table cells, and stacked tables on phones.
 
    A run id, an image name or a label ("h200-torch-2.11.0-cu130@20261202T161602Z") has no
    space to wrap at, and breaking it at any character would cut it mid-word. This adds
@@ -6,7 +6,13 @@
    characters or more, so such a cell wraps between the id's parts; a part still 28
    characters long also breaks after _ and = ("collect_env.cuda_compiled_version"), and a
    run of 20 letters and digits (a commit hash) every 12 characters. Text stays text:
-   nodes are split and inserted, never parsed as HTML. Works offline, on every page. */
+   nodes are split and inserted, never parsed as HTML.
+
+   On a phone (the width at which Material hides its sidebars), a shown table still wider
+   than its column after that is stacked (class ib-stacked, see imagebench.css): each row
+   becomes a block headed by its first cell, and every other cell is named by its column's
+   heading (data-ib-column). Measured again when the window changes size or a details box
+   opens. Works offline, on every page. */
 (function () {
   "use strict";
   var LONG = /\S{16,}/;
@@ -64,12 +70,56 @@
     });
   }
 
+  var PHONE = "(max-width: 44.9375em)";
+
+  function headings(table) {
+    var head = table.tHead && table.tHead.rows[0];
+    return head ? Array.prototype.map.call(head.cells, function (c) { return c.textContent.trim(); }) : [];
+  }
+
+  function stackWide(root) {
+    var phone = window.matchMedia && window.matchMedia(PHONE).matches;
+    var tables = root.querySelectorAll ? root.querySelectorAll(".md-typeset table, table") : [];
+    Array.prototype.forEach.call(tables, function (table) {
+      var stacked = table.classList.contains("ib-stacked");
+      if (stacked) { table.classList.remove("ib-stacked"); }
+      if (!phone) { return; }
+      var box = table.closest(".md-typeset__scrollwrap") || table.parentElement;
+      if (Math.max(table.scrollWidth, box.scrollWidth) <= box.clientWidth + 1) { return; }
+      var names = headings(table);
+      Array.prototype.forEach.call(table.tBodies, function (body) {
+        Array.prototype.forEach.call(body.rows, function (row) {
+          Array.prototype.forEach.call(row.cells, function (cell, i) {
+            if (names[i]) { cell.setAttribute("data-ib-column", names[i]); }
+          });
+        });
+      });
+      table.classList.add("ib-stacked");
+    });
+  }
+
+  function prepare() {
+    addBreaks(document);
+    stackWide(document);
+  }
+
+  var pending = null;
+  window.addEventListener("resize", function () {
+    if (pending) { window.clearTimeout(pending); }
+    pending = window.setTimeout(function () { pending = null; stackWide(document); }, 150);
+  });
+
+  // A table in a closed details box has no width until the box opens.
+  document.addEventListener("toggle", function (event) {
+    if (event.target.open) { stackWide(event.target); }
+  }, true);
+
   // Material re-renders the content on instant navigation and announces it on document$.
   if (typeof window.document$ !== "undefined" && window.document$.subscribe) {
-    window.document$.subscribe(function () { addBreaks(document); });
+    window.document$.subscribe(prepare);
   } else if (document.readyState === "loading") {
-    document.addEventListener("DOMContentLoaded", function () { addBreaks(document); });
+    document.addEventListener("DOMContentLoaded", prepare);
   } else {
-    addBreaks(document);
+    prepare();
   }
 })();
