@@ -194,3 +194,21 @@ def test_different_selections_and_one_label_twice_record_one_invocation_a_side()
     assert shlex.split(r.compare) == ["reporter", "compare", "a@20260101T000000Z", "b"]
     same = _reproduce(ComparisonSpec("a@1", "a@2"), {"baseline": full, "candidate": full})
     assert len(same.record) == 2 and "--interleave" not in " ".join(same.record)
+
+
+def test_a_title_that_names_what_did_not_run_is_flagged_and_the_published_titles_are_not() -> None:
+    archive = load_archive(ROOT / "runs")
+    tf32 = ("h200-torch-2.11.0-cu130@20261202T161602Z", "h200-torch-2.11.0-cu130-tf32-override")
+    # The override run timed training and inference only: no matrix-multiply microbenchmark.
+    promised = compute_article(archive, ComparisonSpec(*tf32, title="TF32 on for FP32 matrix multiplies on an H200"), lang="en")
+    (caveat,) = [c for c in promised.verdict.caveats if c.code == "title"]
+    assert caveat.params["terms"] == "matrix multiplies"
+    box = ArticleView(promised, Messages("en")).verdict()
+    assert any("The title names matrix multiplies" in str(c) for c in box["caveats"])
+    zh = compute_article(archive, ComparisonSpec(*tf32, title="为 FP32 矩阵乘法开启 TF32"), lang="zh")
+    assert [c.params["terms"] for c in zh.verdict.caveats if c.code == "title"] == ["矩阵乘法"]
+    for spec in load_config(ROOT / "imagebench.toml", explicit=True).comparisons:
+        if spec.candidate.partition("@")[0] not in archive.labels():
+            continue
+        data = compute_article(archive, spec, lang=spec.lang or "en")
+        assert not [c for c in data.verdict.caveats if c.code == "title"], spec.title

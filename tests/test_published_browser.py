@@ -173,3 +173,28 @@ def test_every_published_article_reads_on_a_phone_and_a_desktop(browser: object,
             failures.append(f"{lang}/{article}: {heights[PHONE]} px tall at {PHONE} px, {ratio:.2f}× its height at {WIDE} px")
     assert not failures, "\n".join(failures)
     assert any(published.articles[a][lang] for a in published.articles)  # some article has regressions to name
+
+
+def _search(browser: object, url: str, query: str) -> list[str]:
+    """The addresses of the results Material's search lists for ``query`` on the page at ``url``."""
+    page, problems = _open(browser, url, WIDE)
+    page.locator("label.md-search__icon, .md-search__input").first.click()
+    box = page.locator("input.md-search__input")
+    # Chinese is typed as text input without key events, and Material searches on key events:
+    # a key press after it starts the search.
+    box.press_sequentially(query, delay=30)
+    box.press("End")
+    results = page.locator(".md-search-result__item a")
+    results.first.wait_for(timeout=15000)
+    found = results.evaluate_all("links => links.map(a => a.href)")
+    assert problems == []
+    page.close()
+    return found
+
+
+@pytest.mark.parametrize("lang, query", [("zh", "升级"), ("zh", "回退"), ("zh", "显存"), ("en", "upgrading"), ("en", "regressions")])
+def test_common_queries_find_the_comparisons(browser: object, published: Published, lang: str, query: str) -> None:
+    """What a reader deciding on an upgrade types: each finds comparison articles, not only the home page."""
+    prefix = "" if lang == "en" else f"{lang}/"
+    found = _search(browser, published.url + prefix, query)
+    assert any(f"/{prefix}reports/" in href and "--vs--" in href for href in found), (query, found)

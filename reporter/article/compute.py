@@ -769,17 +769,55 @@ def _verdict_box(spec: ComparisonSpec, rows: list[CaseRow], fps: Mapping[str, Ma
     disagree = [r.full_label for r in main if any(n.code is NoteCode.DISAGREES for n in r.notes)]
     if disagree:
         caveats.append(Caveat("disagree", {"cases": tuple(disagree)}))
+    untitled = _named_but_not_compared(spec.title, rows)
+    if untitled:
+        caveats.append(Caveat("title", {"terms": ", ".join(untitled)}))
     if cross_device:
         caveats.append(Caveat("cross_device"))
     for x in confounders:
         caveats.append(Caveat("timed_apart" if x.what == TIMING_CONFOUNDER else "hardware",
                               {"what": x.what, "baseline": x.baseline, "candidate": x.candidate}))
     count = {role: len({r.run_id for r in runs if r.role == role}) for role in ("baseline", "candidate")}
+    versions = {role: sorted({v.partition("+")[0] for v in fps[role].get(("torch", "version"), [])})
+                for role in ("baseline", "candidate")}
+    moved = (", ".join(versions["baseline"]), ", ".join(versions["candidate"]))
     return VerdictBox(
         candidate=spec.candidate, better=better, worse=worse, same=same, unsettled=len(unsettled), total=len(main),
         mde=float(np.median(mdes)) if mdes else None, caveats=tuple(caveats),
         runs=(count["baseline"], count["candidate"]), processes=(method.baseline_units, method.candidate_units),
+        versions=moved if all(moved) and moved[0] != moved[1] and not cross_device else None,
     )
+
+
+# What a title may name, and the workloads any one of which, compared, bears it out. A title
+# is the publisher's words: one that promises what these runs did not compare is flagged.
+TITLE_TERMS: tuple[tuple[tuple[str, ...], frozenset[str]], ...] = (
+    (("matrix multipl", "matmul", "gemm", "矩阵乘法"), frozenset({"matmul", "cpu_vs_gpu"})),
+    (("convolution", "conv2d", "卷积"), frozenset({"conv2d"})),
+    (("memory-bound", "memory op", "bandwidth", "带宽", "访存"), frozenset({"memory"})),
+    (("torch.compile", "compil", "编译"), frozenset({"compile"})),
+    (("amp", "mixed precision", "mixed-precision", "autocast", "混合精度"), frozenset({"amp"})),
+    (("dataloader", "data loading", "数据加载"), frozenset({"dataloader"})),
+    (("ddp", "multi-gpu", "multiple gpus", "dataparallel", "多卡", "多 gpu", "多gpu"), frozenset({"multigpu"})),
+    (("inference", "latency", "推理", "延迟"), frozenset({"inference", "concurrent_inference"})),
+    (("bert",), frozenset({"bert_train", "amp", "compile"})),
+    (("resnet",), frozenset({"resnet50_train", "inference", "concurrent_inference", "amp", "compile", "dataloader"})),
+    (("training", "训练"), frozenset({"resnet50_train", "bert_train", "amp", "compile", "dataloader", "multigpu"})),
+)
+
+
+def _named_but_not_compared(title: str | None, rows: Sequence[CaseRow]) -> list[str]:
+    """The terms of ``title`` (``TITLE_TERMS``) that no compared workload bears out."""
+    if not title:
+        return []
+    text = title.casefold()
+    compared = {r.workload for r in rows if r.main}
+    found = []
+    for terms, workloads in TITLE_TERMS:
+        term = next((t for t in terms if re.search(rf"(?<![a-z]){re.escape(t)}", text)), None)
+        if term and not compared & workloads:
+            found.append(re.search(re.escape(term) + r"[A-Za-z-]*", title, re.I).group(0))
+    return found
 
 
 # The share of the timed cases that must move the geomean's way for it to be read as a shift they share.

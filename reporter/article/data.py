@@ -317,7 +317,10 @@ class VerdictBox:
     ``same`` counts the rows equivalent within the band or identical, ``unsettled`` those the
     runs cannot tell, whose median minimum detectable effect is ``mde`` (a fraction): below it
     these runs cannot see a change. ``runs`` and ``processes`` are the evidence of each side
-    (baseline, candidate): runs, and worker processes in all.
+    (baseline, candidate): runs, and worker processes in all. ``versions``: the torch
+    versions of the two sides (baseline, candidate) where they differ, an upgrade or a
+    downgrade the sentence names; None when both sides run the same torch or on other
+    devices (then the comparison is of machines).
     """
 
     candidate: str
@@ -330,6 +333,7 @@ class VerdictBox:
     caveats: tuple[Caveat, ...]
     runs: tuple[int, int]
     processes: tuple[int, int]
+    versions: tuple[str, str] | None = None
 
 
 @dataclass(frozen=True)

@@ -406,6 +406,9 @@ def build_site(
             article_key = key if borrowed is None else compute_key(key, borrowed)  # every input of its pages
             for page_lang in languages:
                 data = per_lang[page_lang]
+                untitled = [c.params["terms"] for c in data.verdict.caveats if c.code == "title"]
+                if untitled:
+                    say(f"warning: {data.page}: the title {data.title!r} names {untitled[0]}, which its runs did not compare")
                 articles.append((page_lang, data, article_key))
                 reports[page_lang].append({"title": data.title, "page": data.page, "baseline": spec.baseline,
                                            "candidate": spec.candidate, "device": data.device, "comparison": comparison,
