@@ -212,3 +212,14 @@ def test_a_title_that_names_what_did_not_run_is_flagged_and_the_published_titles
             continue
         data = compute_article(archive, spec, lang=spec.lang or "en")
         assert not [c for c in data.verdict.caveats if c.code == "title"], spec.title
+
+
+def test_chinese_boxes_use_full_width_punctuation_without_stray_spaces(pages: dict[str, str]) -> None:
+    """The verdict and summary boxes of every Chinese article: no ASCII colon after Chinese or
+    bold text, and no space after a full-width stop, semicolon or comma."""
+    for name, page in pages.items():
+        if not name.startswith("zh/"):
+            continue
+        boxes = re.sub(r"<[^>]+>", "", page[: page.index("\n## 1.")])
+        assert not re.search(r"(?:[\u3400-\u9fff）]|\*\*): ", boxes), (name, re.search(r".{20}(?:[\u3400-\u9fff）]|\*\*): .{20}", boxes))
+        assert not re.search(r"[。；，：] ", boxes), (name, re.search(r".{20}[。；，：] .{10}", boxes))
