@@ -9,6 +9,10 @@ Prints (every simulated input is seeded and synthetic, see ``tests/stats_sim.py`
   every case of a process, and per-case noise differing tenfold; and the same with one run
   a side whose run effects are not seen, with and without a run level borrowed from a
   third label with 3 runs;
+* one run a side borrowing from a pool a third of whose runs were recorded with another
+  timing method (10% per case): coverage and CI width with and without the method filter;
+* a run effect shared by every case (3 runs a side): A/A rows called at run σ 3%, planted
+  5% rows called at run σ 1%;
 * A/A: the share of rows called better/worse and the geomean CI's coverage of 1.0;
 * power at a planted 5% change (3 processes a side, 1% between processes, 2% within),
   with the false discovery proportion;
@@ -64,6 +68,30 @@ def simulations(n: int) -> None:
         what = f"borrowed from a label with {pool} runs" if pool else "not covered"
         print(f"  run level {what}: coverage {coverage(res, art):.3f}, A/A rows called {res.called.mean():.2%}, "
               f"geomean covers 1.0 in {geo:.1%}")
+
+    print("\nOne run a side, run level borrowed from 6 runs of a third label, 2 of them (a third) recorded with")
+    print("another timing method that moves each case's times by 10%")
+    d = Design(runs=1, processes=3, cases=12, run_shared=0.02, run_case=0.01, proc_shared=0.01, pool_runs=6,
+               pool_foreign=1 / 3, foreign_shift=np.log(1.10), planted=np.log(1.05), planted_share=0.3)
+    art = simulate(rng, d, n)
+    clean = simulate(rng, Design(**{**d.__dict__, "pool_foreign": 0.0, "pool_runs": 4}), n)
+    for what, res, a in (("4 same-method runs only, no foreign run at all", analyse(clean), clean),
+                         ("the same-method runs of the mixed pool (the reporter)", analyse(art), art),
+                         ("every run of the mixed pool (methods not told apart)", analyse(art, same_method=False), art)):
+        width = np.nanmedian(res.ci_high - res.ci_low) / 2
+        print(f"  {what}: coverage {coverage(res, a):.3f}, median CI log half-width {width:.3f}")
+
+    print("\nA run effect shared by every case of a run, 3 runs x 3 processes a side, 40 cases")
+    for sd, planted in ((0.03, 0.0), (0.01, np.log(1.05)), (0.03, np.log(1.05))):
+        d = Design(runs=3, processes=3, cases=40, run_shared=sd, run_case=0.0, proc_shared=0.01, planted=planted,
+                   planted_share=0.3 if planted else 0.0)
+        art = simulate(rng, d, n)
+        res = analyse(art)
+        null = art.truth == 0
+        line = f"  run σ {sd:.0%}: rows without a change called {res.called[null].mean():.2%}"
+        if planted:
+            line += f"; planted 5% rows called {res.called[~null].mean():.1%}"
+        print(line)
 
     print("\nA/A: 2 runs x 3 processes a side, run effects 2% shared + 1% per case, process effects 1% shared")
     d = Design(runs=2, processes=3, cases=30, run_shared=0.02, run_case=0.01, proc_shared=0.01)

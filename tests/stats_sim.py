@@ -47,6 +47,8 @@ class Design:
     planted: float = 0.0  # true log ratio of the planted cases (> 0: the candidate is faster)
     planted_share: float = 0.0  # share of cases with the planted change
     pool_runs: int = 0  # runs of a third label on the same machine, to borrow the run level from
+    pool_foreign: float = 0.0  # share of those runs recorded with another timing method ...
+    foreign_shift: float = 0.0  # ... which moves each case's times by this much (log; per case, sign drawn)
 
 
 @dataclass
@@ -58,6 +60,7 @@ class Articles:
     spread: np.ndarray
     truth: np.ndarray
     pool: np.ndarray | None
+    pool_foreign: np.ndarray | None = None  # per pool run: recorded with another timing method
 
 
 def _noise(rng: np.random.Generator, shape: tuple[int, ...], kind: str, sd: float) -> np.ndarray:
@@ -91,7 +94,14 @@ def simulate(rng: np.random.Generator, d: Design, n_articles: int) -> Articles:
     truth = np.where(rng.random((n_articles, K)) < d.planted_share, d.planted, 0.0)
     y[:, :, 1] -= truth[:, :, None, None]  # times: the candidate is faster by the planted ratio
     pool = _units(rng, d, n_articles, 1, d.pool_runs, case_sd)[0][:, :, 0] if d.pool_runs >= 2 else None
-    return Articles(y=y, spread=spread, truth=truth, pool=pool)
+    foreign = None
+    if pool is not None and d.pool_foreign > 0:
+        # The last runs of the pool were recorded with another method: each case moves by
+        # ±foreign_shift (a timer change moves short and long kernels differently).
+        foreign = np.arange(d.pool_runs) >= d.pool_runs - round(d.pool_runs * d.pool_foreign)
+        sign = np.where(rng.random((n_articles, K)) < 0.5, -1.0, 1.0)
+        pool = pool + (d.foreign_shift * sign)[:, :, None, None] * foreign[None, None, :, None]
+    return Articles(y=y, spread=spread, truth=truth, pool=pool, pool_foreign=foreign)
 
 
 @dataclass
@@ -108,8 +118,16 @@ class Results:
     geo_high: np.ndarray
 
 
-def analyse(art: Articles, *, noise: float = 0.01, alpha: float = 0.05, moderate: bool = True) -> Results:
-    """The reporter's statistics on every simulated article (time metrics: lower is better)."""
+def analyse(art: Articles, *, noise: float = 0.01, alpha: float = 0.05, moderate: bool = True,
+            same_method: bool = True) -> Results:
+    """The reporter's statistics on every simulated article (time metrics: lower is better).
+
+    ``same_method``: borrow only from the pool's runs of the compared runs' timing method,
+    as ``reporter.model.compare._borrow_pool`` does (False: from every run of the pool).
+    """
+    if same_method and art.pool is not None and art.pool_foreign is not None:
+        keep = ~art.pool_foreign
+        art = Articles(art.y, art.spread, art.truth, art.pool[:, :, keep] if keep.sum() >= 2 else None)
     n, K, _, R, P = art.y.shape
     shape = (n, K)
     out = {k: np.full(shape, np.nan) for k in ("est", "lo", "hi", "padj")}
