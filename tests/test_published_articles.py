@@ -53,10 +53,15 @@ def _record(args: list[str]):
 
 
 @pytest.fixture(scope="module")
-def pages(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     site = tmp_path_factory.mktemp("site")
     result = build_site(ROOT / "runs", site, None, config_path=ROOT / "imagebench.toml", chart_workers=1)
     assert result.reports
+    return site
+
+
+@pytest.fixture(scope="module")
+def pages(site: Path) -> dict[str, str]:
     found = {str(p.relative_to(site)): p.read_text(encoding="utf-8")
              for p in list(site.glob("reports/*.md")) + list(site.glob("zh/reports/*.md")) if p.name != "index.md"}
     assert any(k.startswith("zh/") for k in found) and any(not k.startswith("zh/") for k in found)
@@ -223,3 +228,43 @@ def test_chinese_boxes_use_full_width_punctuation_without_stray_spaces(pages: di
         boxes = re.sub(r"<[^>]+>", "", page[: page.index("\n## 1.")])
         assert not re.search(r"(?:[\u3400-\u9fff）]|\*\*): ", boxes), (name, re.search(r".{20}(?:[\u3400-\u9fff）]|\*\*): .{20}", boxes))
         assert not re.search(r"[。；，：] ", boxes), (name, re.search(r".{20}[。；，：] .{10}", boxes))
+
+
+def test_one_comparison_gives_the_same_counts_and_geomean_on_every_page_and_in_the_cli(site: Path) -> None:
+    """The CPU comparison: the article, the reports index, the home page and `reporter compare
+    --format json` count the same verdicts and give the same geometric mean."""
+    import json as jsonlib
+
+    from click.testing import CliRunner
+
+    from reporter.cli import cli
+
+    out = CliRunner().invoke(cli, ["compare", "torch-2.13.0-cpu", "torch-2.14.1-cpu", "--runs", str(ROOT / "runs"),
+                                   "--format", "json"])
+    assert out.exit_code == 0, out.output
+    records = jsonlib.loads(out.stdout)
+    rows = [r for r in records if r["counted"]]
+    cli_counts = {v: sum(r["verdict"] == v for r in rows) for v in ("better", "worse", "equivalent")}
+    (geo,) = [r for r in records if r["case"] == "geomean"]
+    spec = next(s for s in load_config(ROOT / "imagebench.toml", explicit=True).comparisons
+                if (s.baseline, s.candidate, s.lang) == ("torch-2.13.0-cpu", "torch-2.14.1-cpu", None))
+    article = compute_article(load_archive(ROOT / "runs"), spec, lang="en")
+    h = article.headline
+    assert {k: h.counts[k] for k in cli_counts} == cli_counts
+    assert h.total == len(rows)
+    assert (h.geomean.value, h.geomean.low, h.geomean.high) == pytest.approx((geo["ratio"], geo["ci_low"], geo["ci_high"]))
+    box = article.verdict
+    assert (len(box.better), len(box.worse), box.total) == (cli_counts["better"], cli_counts["worse"], len(rows))
+    # The reports index: the article's line, with its geomean, CI and counts.
+    index = (site / "reports" / "index.md").read_text(encoding="utf-8")
+    line = next(ln for ln in index.splitlines() if f"({spec.slug}.md)" in ln)
+    cells = [c.strip() for c in line.strip("|").split("|")]
+    assert cells[4] == f"{geo['ratio']:.3f}×" and cells[5] == f"[{geo['ci_low']:.3f}, {geo['ci_high']:.3f}]"
+    inconclusive = h.total - sum(h.counts[k] for k in ("better", "worse", "equivalent", "unchanged"))
+    assert cells[6:10] == [str(cli_counts["better"]), str(cli_counts["worse"]), str(cli_counts["equivalent"]),
+                           str(inconclusive)]
+    # The home page names the article's one significant change.
+    home = (site / "index.md").read_text(encoding="utf-8")
+    entry = next(ln for ln in home.splitlines() if f"reports/{spec.slug}.md" in ln)
+    for r in box.better + box.worse:
+        assert html.unescape(r.full_label) in html.unescape(entry)

@@ -289,7 +289,8 @@ def test_hostile_run_strings_stay_text(browser: object, site_url: str) -> None:
     assert problems == []
 
 
-@pytest.mark.parametrize("path", ["", "reports/", "runs/", "runs/golden-2.9.0/", "trends/", "trends/basic/", "methodology/"])
+@pytest.mark.parametrize("path", ["", "reports/", "runs/", "runs/golden-2.9.0/", "trends/", "trends/basic/", "methodology/",
+                                  "guide/", "guide/recording/", "zh/guide/reading/"])
 def test_every_index_page_loads_cleanly(browser: object, site_url: str, path: str) -> None:
     page, problems = open_page(browser, site_url + path)
     assert page.locator("article h1").count() == 1

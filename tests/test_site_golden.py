@@ -51,6 +51,7 @@ def render(tmp_path: Path, lang: str, monkeypatch: pytest.MonkeyPatch) -> dict[s
     return {
         str(p.relative_to(site)): mask(p.read_text(encoding="utf-8"))
         for p in sorted(site.rglob("*.md"))
+        if p.relative_to(site).parts[0] != "guide"  # copied from reporter/present/guide, not generated
     }
 
 

@@ -66,7 +66,7 @@ from reporter.article.data import (
     VerdictBox,
 )
 from reporter.model.aa import aa_figures
-from reporter.model.compare import Comparison, compare_labels, compute_summaries, timing_methods
+from reporter.model.compare import Comparison, compare_labels, compute_summaries, counted, timing_methods
 from reporter.article.config import ComparisonSpec
 from reporter.article.confounders import (
     compute_case_confounders,
@@ -84,7 +84,6 @@ from reporter.model.stats import MAX_PROCESSES, MAX_RUNS, Geomean, compute_compa
 # Metrics the article leaves to the raw files: the host-side mirror of every device time.
 HIDDEN_METRICS = ("wall_time",)
 # Metrics a main table shows; the rest (reserved memory, utilisation, counts) are in the details.
-MAIN_METRICS = ("time", "latency", "throughput", "compile_time", "max_batch", "tasks_ok")
 # Metrics that are a time per item of work, from which a rate (TFLOP/s, GB/s, items/s) follows.
 RATE_METRICS = ("time", "latency")
 # Parameters a scaling curve can run along, in order of preference, and those along
@@ -268,7 +267,7 @@ def _case_rows(df: pd.DataFrame, sides: Mapping[str, Archive], t: Catalogue,
             lat = (None, None)
             if metric == "latency":
                 lat = tuple(_percentiles(latency[role].get(str(r["case_id"]))) for role in ("baseline", "candidate"))
-            main = metric in MAIN_METRICS or (metric == "peak_allocated" and verdict.is_call)
+            main = counted(metric, verdict)
             out.append(CaseRow(
                 case_id=str(r["case_id"]), workload=str(workload), family=str(r["family"]), label=label,
                 full_label=full_label, metric=metric, unit=_unit(t, str(r["unit"])), better=str(r["better"]),
@@ -731,11 +730,12 @@ def _headline(rows: list[CaseRow], geomeans: Mapping[str, Geomean], c: Compariso
             mde=float(np.median(mdes)) if mdes else None,
         ))
     g = c.geomean
-    counts = {v.value: sum(r.verdict is v for r in rows) for v in Verdict}
+    counted = [r for r in rows if r.main]  # the rows the verdict box, the indexes and the CLI count
+    counts = {v.value: sum(r.verdict is v for r in counted) for v in Verdict}
     return Headline(
         families=tuple(families),
         geomean=Interval(g.ratio, g.ci_low, g.ci_high) if g.n_cases >= 2 and math.isfinite(g.ratio) else None,
-        n_geomean=g.n_cases, counts=counts, total=len(rows), cross_device=cross_device, confounded=confounded,
+        n_geomean=g.n_cases, counts=counts, total=len(counted), cross_device=cross_device, confounded=confounded,
         warnings=warnings, timed_apart=timed_apart, equivalence=c.equivalence,
     )
 

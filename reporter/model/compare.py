@@ -108,6 +108,17 @@ SIDES = ("baseline", "candidate")
 MEASURED_UNITS = ("s", "items/s", "%")
 
 
+
+# The metrics an article counts (its headline, verdict box, reports index and home page):
+# every row of these, and a peak-memory row when it is called better or worse.
+COUNTED_METRICS = ("time", "latency", "throughput", "compile_time", "max_batch", "tasks_ok")
+
+
+def counted(metric: str, verdict: Any) -> bool:
+    """Whether a row of ``metric`` with ``verdict`` (a Verdict or its value) is one the article counts."""
+    value = getattr(verdict, "value", verdict)
+    return metric in COUNTED_METRICS or (metric == "peak_allocated" and value in ("better", "worse"))
+
 @dataclass(frozen=True)
 class Advice:
     """What it would take to resolve ±``target`` in the noisiest family of an article.

@@ -29,7 +29,7 @@ import pandas as pd
 from rich.console import Console
 
 from runformat.schema import METRICS
-from reporter.model.compare import Comparison
+from reporter.model.compare import Comparison, counted
 from reporter.data.load import Archive
 from reporter.present.terminal import inert
 
@@ -86,7 +86,7 @@ RECORD_KEYS = (
     "candidate_median", "ratio", "ci_low", "ci_high", "p_value", "p_adjusted", "verdict", "analysis", "mde",
     "processes_needed", "notes", "note", "baseline_ci_low", "baseline_ci_high", "candidate_ci_low",
     "candidate_ci_high", "n_baseline_units", "n_candidate_units", "n_baseline_runs", "n_candidate_runs", "n_cases",
-    "ci_level", "lender_labels", "lender_runs", "run_sd",
+    "ci_level", "lender_labels", "lender_runs", "run_sd", "counted",
 )
 
 
@@ -98,7 +98,9 @@ def comparison_records(c: Comparison) -> list[dict[str, Any]]:
     ``unmatched`` and a note naming the side that measured them. Geomean entries (one per
     family, ``case`` = ``geomean:<family>``, then the overall one last, ``case`` =
     ``geomean``) carry ``ratio``, its CI, ``verdict``, ``analysis``, ``mde``,
-    ``family``, ``n_cases`` and the replicate units in ``n_baseline_units``.
+    ``family``, ``n_cases`` and the replicate units in ``n_baseline_units``. ``counted`` says
+    whether a row is one of those the article counts (``reporter.model.compare.counted``);
+    None for unmatched and geomean entries.
     """
     out = []
     for r in c.rows.to_dict("records"):
@@ -106,6 +108,7 @@ def comparison_records(c: Comparison) -> list[dict[str, Any]]:
         rec["case"] = r["case_id"]
         rec["notes"] = [n.to_json() for n in r.get("notes", ())]
         rec["n_cases"] = None
+        rec["counted"] = counted(str(r["metric"]), r["verdict"])
         out.append(rec)
     for case, metric, side in c.unmatched:
         rec = dict.fromkeys(RECORD_KEYS)

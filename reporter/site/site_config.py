@@ -53,12 +53,14 @@ def site_nav(
     label_pages: Sequence[str],
     family_pages: Sequence[str],
     validation_pages: Sequence[str] = (),
+    guide_pages: Sequence[str] = (),
 ) -> list[Any]:
     """Home, then Reports, Runs (labels) and Trends (families) with their pages, then Methodology.
 
     ``titles`` holds the section names in the build's language (keys ``reports``, ``runs``,
     ``trends``, ``methodology``, and ``validation`` for the checks of imagebench itself, which
-    follow the upgrade answers of Reports in a section of their own); pages take their titles
+    follow the upgrade answers of Reports in a section of their own, and ``guide`` for the user
+    guide's pages, its index first, when there are any); pages take their titles
     from their first heading.
     """
     checks = [{titles["validation"]: list(validation_pages)}] if validation_pages else []
@@ -68,6 +70,7 @@ def site_nav(
         {titles["runs"]: ["runs/index.md", *label_pages]},
         {titles["trends"]: ["trends/index.md", *family_pages]},
         {titles["methodology"]: "methodology.md"},
+        *([{titles["guide"]: list(guide_pages)}] if guide_pages else []),
     ]
 
 
