@@ -124,3 +124,22 @@ def test_markdown_renders_as_tables_in_the_sites_markdown(pair):
     assert "| Case |" not in html  # no table left as text
     assert ("FAIL (--fail-on worse)" if r.returncode else "ok (--fail-on worse)") in html
     assert re.search(r"<h4[^>]*>Basic operations", html)
+
+
+@pytest.mark.parametrize("fmt", ["text", "markdown"])
+def test_the_terminal_and_markdown_open_with_the_articles_verdict(fmt: str) -> None:
+    """`reporter compare` says first what the article's verdict box says: the sentence, every
+    regression with its CI, the caveats and the evidence."""
+    from click.testing import CliRunner
+
+    from reporter.cli import cli
+
+    out = CliRunner().invoke(cli, ["compare", "h200-torch-2.11.0-cu130@20261202T161602Z",
+                                   "h200-torch-2.11.0-cu130-tf32-override", "--runs", str(ROOT / "runs"),
+                                   "--format", fmt, "--width", "100"])
+    assert out.exit_code == 0, out.output
+    text = " ".join(out.stdout.split())
+    assert "Verdict: h200-torch-2.11.0-cu130-tf32-override is better in 3 case metric(s)" in text
+    assert "Every regression:" in text and "BERT-base, batch 8 × seq 128: 29.8% slower (95% CI 6.2% – 58.6%)" in text
+    assert "Evidence: baseline 1 run(s), 3 worker process(es) in all" in text
+    assert text.index("Verdict:") < text.index("Of 15 case metrics")

@@ -96,6 +96,7 @@ class Report:
     common_notes: list[str]
     trailer: list[str | tuple[str, list[str]]]  # a line, or a heading and its list
     details: bool
+    verdict: list[str | tuple[str, list[str]]] = field(default_factory=list)  # the article's verdict box
 
 
 def article_rows(a: ArticleData) -> list[CaseRow]:
@@ -156,7 +157,31 @@ def build_report(a: ArticleData, c: Comparison, t: Catalogue, *, details: bool =
         families.append(family)
     sides = [_word(t, "side", role=t.plain(f"side.{s.role}"), selector=s.selector, device=s.device or "?")
              for s in (a.baseline, a.candidate)]
-    return Report(sides, headline_lines(a, t), cols, families, footnotes, common, trailer_lines(a, c, t), details)
+    return Report(sides, headline_lines(a, t), cols, families, footnotes, common, trailer_lines(a, c, t), details,
+                  verdict_lines(a, t))
+
+
+def _plain_markup(text: Any) -> str:
+    """A message rendered for a page (Markdown with escapes) as plain text."""
+    from markupsafe import Markup
+
+    return html.unescape(Markup(str(text)).striptags()).replace("**", "")
+
+
+def verdict_lines(a: ArticleData, t: Catalogue) -> list[str | tuple[str, list[str]]]:
+    """The article's verdict box as plain text: its sentence, every regression, the caveats, the evidence."""
+    from reporter.present.render import Messages
+    from reporter.present.views import ArticleView
+
+    box = ArticleView(a, Messages(t.lang, a.words)).verdict()
+    title = t.plain("verdict_box.title") + t.plain("headline.label_sep")
+    out: list[str | tuple[str, list[str]]] = [title + _plain_markup(box["sentence"])]
+    if box["regressions"]:
+        out.append((t.plain("verdict_box.regressions"), [_plain_markup(r) for r in box["regressions"]]))
+    if box["caveats"]:
+        out.append((t.plain("verdict_box.caveats"), [_plain_markup(c) for c in box["caveats"]]))
+    out.append(_plain_markup(box["evidence"]))
+    return out
 
 
 def _rows_of(b: Block, details: bool) -> tuple[CaseRow, ...]:
@@ -300,6 +325,10 @@ def render_text(report: Report, width: int, *, color: bool = False) -> str:
     for line in report.sides:
         out.extend(wrap(inert(line), width))
     out.append("")
+    for line in report.verdict:
+        out.extend(hang("", inert(line), width) if isinstance(line, str) else _listed(line, width))
+    if report.verdict:
+        out.append("")
     for line in report.headline:
         out.extend(hang("• ", inert(line), width))
     for family in report.families:
@@ -384,6 +413,12 @@ def render_markdown_report(report: Report, details: Report | None = None, summar
     """
     hooks = {"text": md}
     out = [" · ".join(md(s) for s in report.sides), ""]
+    for line in report.verdict:
+        if isinstance(line, str):
+            out += [md(line) + "  "]
+        else:
+            out += ["", md(line[0]), ""] + [f"- {md(e)}" for e in line[1]] + [""]
+    out += [""] if report.verdict else []
     out += [f"- {md(line)}" for line in report.headline] + [""]
     out += _md_tables(report, hooks)
     if report.common_notes or report.footnotes:
