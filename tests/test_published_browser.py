@@ -47,7 +47,7 @@ VERDICT_TITLE = {"en": "Verdict", "zh": "结论"}
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
 
-# What reaches past the viewport or scrolls inside itself, among what a reader sees.
+# What reaches past the viewport, or is cut by a box that scrolls, among what a reader sees.
 _OVERFLOW = """() => {
   const vw = document.documentElement.clientWidth;
   const out = [];
@@ -57,7 +57,8 @@ _OVERFLOW = """() => {
     if (r.width === 0 && r.height === 0) continue;
     const what = e.tagName === 'IMG' ? e.getAttribute('src') : (e.innerText || '').slice(0, 60).replace(/\\s+/g, ' ');
     if (r.right > vw + 1 || r.left < -1) out.push(`${e.tagName} ${what}: ${r.left.toFixed(0)}..${r.right.toFixed(0)} of ${vw} px`);
-    else if (e.scrollWidth > e.clientWidth + 1 && e.tagName !== 'IMG') out.push(`${e.tagName} ${what}: scrolls ${e.scrollWidth - e.clientWidth} px inside`);
+    // A box that clips or scrolls (a table's wrapper, a code block) must hold all of its content.
+    else if (getComputedStyle(e).overflowX !== 'visible' && e.scrollWidth > e.clientWidth + 1) out.push(`${e.tagName} ${what}: scrolls ${e.scrollWidth - e.clientWidth} px inside`);
   }
   return out;
 }"""
@@ -198,3 +199,24 @@ def test_common_queries_find_the_comparisons(browser: object, published: Publish
     prefix = "" if lang == "en" else f"{lang}/"
     found = _search(browser, published.url + prefix, query)
     assert any(f"/{prefix}reports/" in href and "--vs--" in href for href in found), (query, found)
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_the_trend_and_guide_pages_read_on_a_phone(browser: object, published: Published, lang: str) -> None:
+    """The release series' trend pages (every family) and the guide, at 400 px: nothing wider
+    than the screen, every chart whole (each label inside its SVG is the SVG test's business)."""
+    prefix = "" if lang == "en" else f"{lang}/"
+    index, problems = _open(browser, published.url + prefix + "trends/", PHONE)
+    families = index.locator("article a[href]").evaluate_all(
+        "links => [...new Set(links.map(a => a.href).filter(h => /\\/trends\\/[a-z]+\\/$/.test(h)))]")
+    index.close()
+    assert families, "the trends index links no family page"
+    guide = [published.url + prefix + f"guide/{name}/" for name in ("recording", "comparing", "reading", "archive")]
+    failures = []
+    for url in [published.url + prefix + "trends/", *families, *guide]:
+        page, problems = _open(browser, url, PHONE)
+        page.evaluate(_OPEN_DETAILS)
+        page.wait_for_timeout(100)
+        failures += [f"{url}: {o}" for o in page.evaluate(_OVERFLOW)] + [f"{url}: {p}" for p in problems]
+        page.close()
+    assert not failures, "\n".join(failures)
