@@ -23,6 +23,7 @@ from typing import Any, Callable, Iterable, Literal, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
+from packaging.version import InvalidVersion, Version
 
 from runformat.schema import BETTER_HIGHER, BETTER_NONE
 from runformat.vocabulary import (
@@ -781,12 +782,22 @@ def _verdict_box(spec: ComparisonSpec, rows: list[CaseRow], fps: Mapping[str, Ma
     versions = {role: sorted({v.partition("+")[0] for v in fps[role].get(("torch", "version"), [])})
                 for role in ("baseline", "candidate")}
     moved = (", ".join(versions["baseline"]), ", ".join(versions["candidate"]))
+    releases = [_release(v) for v in moved]
     return VerdictBox(
         candidate=spec.candidate, better=better, worse=worse, same=same, unsettled=len(unsettled), total=len(main),
         mde=float(np.median(mdes)) if mdes else None, caveats=tuple(caveats),
         runs=(count["baseline"], count["candidate"]), processes=(method.baseline_units, method.candidate_units),
         versions=moved if all(moved) and moved[0] != moved[1] and not cross_device else None,
+        upgrade=None not in releases and releases[1] > releases[0],
     )
+
+
+def _release(version: str) -> Version | None:
+    """A side's torch release (the first, where a side ran several), or None when it does not parse."""
+    try:
+        return Version(version.split(",")[0].strip())
+    except InvalidVersion:
+        return None
 
 
 # What a title may name, and the workloads any one of which, compared, bears it out. A title

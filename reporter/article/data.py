@@ -334,6 +334,7 @@ class VerdictBox:
     runs: tuple[int, int]
     processes: tuple[int, int]
     versions: tuple[str, str] | None = None
+    upgrade: bool = False  # the candidate's torch is the later release (``versions`` set)
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,6 @@ reporter.model.compare/stats, every word from the message catalogues, and every 
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Any, Mapping
 
@@ -100,11 +99,6 @@ def verdict_word(t: Messages, verdict: Verdict, row: CaseRow | None = None) -> s
 # ---- the article ----------------------------------------------------------------------------------
 
 
-def _version_key(version: str) -> tuple[int, ...]:
-    """A torch version's release numbers, for telling an upgrade from a downgrade ("2.10.0" after "2.9.1")."""
-    return tuple(int(n) for n in re.findall(r"\d+", version.split(",")[0])[:3])
-
-
 class ArticleView:
     """``ArticleData`` arranged for the article template: tables, charts, footnotes, headline phrases."""
 
@@ -179,7 +173,7 @@ class ArticleView:
         if box.unsettled and box.mde is not None:
             sentence += Markup(t.plain("verdict_box.join")) + t("verdict_box.cannot_tell", mde=fmt_band(box.mde), n=box.unsettled)
         if box.versions:
-            key = "verdict_box.upgrade" if _version_key(box.versions[1]) > _version_key(box.versions[0]) else "verdict_box.downgrade"
+            key = "verdict_box.upgrade" if box.upgrade else "verdict_box.downgrade"
             sentence = t(key, baseline=box.versions[0], candidate=box.versions[1]) + sentence
         def value(key: str, v: Any) -> Any:
             if key == "side":
