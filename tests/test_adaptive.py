@@ -223,3 +223,56 @@ def test_early_workers_of_a_run_that_never_starts_are_stopped(tmp_path):
 
     with pytest.raises(RunError, match="/no/such/python"):
         execute(options, progress=False)
+
+
+def test_no_case_is_timed_while_a_spare_is_still_starting(tmp_path):
+    """Spares import torch and the model libraries ahead of their turn, but a case is handed
+    its worker only once every spare has finished starting: their imports took the cores
+    from the first process's cases (process 0 of each of five interleaved stacks read 2-3x
+    slower than processes 1 and 2 on a two-core host)."""
+    import sys
+    import time
+
+    writer = RunWriter.create(tmp_path / "runs", "spares")
+    cases = [Case("inference", {"model": "resnet18", "batch": 1})]
+    planned = Planned(Stack(sys.executable), DeviceInfo(type="cpu", name="cpu"), [], writer, cases,
+                      run_entries={"suite": "smoke"})
+    options = RunOptions(out=tmp_path / "runs", stacks=[planned.stack], processes=3)
+    pool = Runner(options, [planned], progress=False).pool
+    try:
+        pool.prestart(plan_tasks([planned], options, set()))
+        spares = dict(pool.spares)
+        assert set(spares) == {(0, 0), (0, 1), (0, 2)}
+        first = pool.worker_for(Task(0, 0, cases[0]))
+        handed_over = time.monotonic()
+        for key, spare in pool.spares.items():
+            assert spare.wait_settled(0), f"spare {key} still starting when the first case began"
+            assert spare.ready_at is not None and spare.ready_at <= handed_over
+        assert first.ready_at <= handed_over
+    finally:
+        pool.kill_all()
+        shutil.rmtree(pool.log_dir, ignore_errors=True)
+
+
+def test_a_spare_that_never_settles_is_waited_for_once(tmp_path, monkeypatch):
+    import sys
+
+    from collector.run import pool as pool_module
+
+    class Hung:
+        waits = 0
+
+        def wait_settled(self, timeout):
+            Hung.waits += 1
+            return False
+
+    writer = RunWriter.create(tmp_path / "runs", "hung")
+    planned = Planned(Stack(sys.executable), DeviceInfo(type="cpu", name="cpu"), [], writer, [WIDE],
+                      run_entries={"suite": "smoke"})
+    pool = Runner(RunOptions(out=tmp_path / "runs", stacks=[planned.stack]), [planned], progress=False).pool
+    monkeypatch.setattr(pool_module, "PROBE_TIMEOUT_S", 0.01)
+    pool.spares[(0, 1)] = Hung()  # type: ignore[assignment]
+    pool.wait_for_spares()
+    pool.wait_for_spares()
+    assert Hung.waits == 1
+    shutil.rmtree(pool.log_dir, ignore_errors=True)

@@ -4,7 +4,7 @@ Starting a worker (a host interpreter, or a container) and importing torch in it
 slowest part of a case's life, so it never happens inside one: workers start while the
 stacks are probed (``EarlyWorkers``) and before the first case (``WorkerPool.prestart``),
 all together so their imports overlap, and wait idle on their pipe, holding no GPU
-context, for their turn. The pool replaces a worker that died and closes a stack's
+context, for their turn; no case is timed until they have finished starting. The pool replaces a worker that died and closes a stack's
 previous worker when its next process begins.
 """
 
@@ -78,6 +78,7 @@ class WorkerPool:
         # Started while the stacks were probed, not yet told what their cases need.
         self.early = early.workers if early is not None else {}
         self.worker_start_s = 0.0  # the longest a worker took to start (adaptive replication plans with it)
+        self.unsettled: set[int] = set()  # spares still starting when a case could wait no longer
         # Worker stderr goes to scratch logs outside the archive; a failure's record
         # carries the end of its log, and the logs go when the run ends.
         self.log_dir = early.log_dir if early is not None else Path(tempfile.mkdtemp(prefix="imagebench-workers-"))
@@ -86,6 +87,7 @@ class WorkerPool:
         key = (task.stack_index, task.process)
         worker = self.workers.get(key)
         if worker is not None and worker.proc.poll() is None:
+            self.wait_for_spares()
             return worker
         # A new process index for this stack: the previous worker of the stack is done.
         for other in [k for k in self.workers if k[0] == task.stack_index and k != key]:
@@ -94,7 +96,26 @@ class WorkerPool:
         self.workers[key] = worker
         worker.wait_ready(PROBE_TIMEOUT_S)  # importing torch is not part of any case's time
         self.worker_start_s = max(self.worker_start_s, (worker.ready_at or time.monotonic()) - worker.started)
+        self.wait_for_spares()
         return worker
+
+    def wait_for_spares(self) -> None:
+        """Let every worker still starting finish before a case is timed.
+
+        Spares import torch and the model libraries together, ahead of their turn, but not
+        beside a measurement: on a CPU run they took cores from the first process's cases
+        (with five stacks interleaved on two cores, process 0 of every stack read 2.4x slower
+        than processes 1 and 2), and on a GPU run the host time of launch-bound cases. The
+        wait costs nothing a run did not already spend: the imports still overlap each
+        other. A spare still starting after the probe's timeout is not waited for again: it
+        fails at its turn, as a worker that never starts does.
+        """
+        deadline = time.monotonic() + PROBE_TIMEOUT_S
+        for spare in [*self.spares.values(), *self.early.values()]:
+            if id(spare) in self.unsettled:
+                continue
+            if not spare.wait_settled(max(0.0, deadline - time.monotonic())):
+                self.unsettled.add(id(spare))
 
     def start_worker(self, key: Key) -> Worker:
         """A new worker for (stack, process index), importing what its cases build with."""

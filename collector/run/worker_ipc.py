@@ -55,6 +55,10 @@ class Worker:
         self.ready: dict[str, Any] | None = None  # the worker's "ready" message, once received
         self.ready_at: float | None = None  # when it arrived, or its "prepared" (monotonic)
         self.preparing = False  # a ``prepare`` was sent; ready only once it is answered
+        # Set once the worker has finished starting (its "ready", or its "prepared" after a
+        # ``prepare``) or has exited: from then on it uses no CPU until it is sent a case.
+        self._settled = threading.Event()
+        self._settle_lock = threading.Lock()
         self.name = f"imagebench-{os.getpid()}-{_RUN_TAG}-{next(_NAMES)}"  # its container's, where there is one
         self._log = open(log_path, "ab")
         self._mark = 0
@@ -89,12 +93,24 @@ class Worker:
                         message = json.loads(line[len(PROTOCOL_PREFIX):])
                     except json.JSONDecodeError:
                         continue
-                    if isinstance(message, dict) and message.get("event") == ("prepared" if self.preparing else "ready"):
-                        self.ready_at = time.monotonic()  # a spare may be waited for long after
+                    with self._settle_lock:
+                        if isinstance(message, dict) and message.get("event") == ("prepared" if self.preparing else "ready"):
+                            self.ready_at = time.monotonic()  # a spare may be waited for long after
+                            self._settled.set()
                     self._messages.put(message)
         except (OSError, ValueError):
             pass  # the pipe was closed under us by kill()
+        self._settled.set()  # exited: it takes no more CPU
         self._messages.put(None)
+
+    def wait_settled(self, timeout: float) -> bool:
+        """Wait, at most ``timeout`` seconds, until the worker has finished starting (or exited).
+
+        Unlike ``wait_ready`` this reads no message: it is how a run waits for the spares it
+        started ahead of their turn before a case is timed, so their imports never run beside
+        a measurement. False if the worker was still starting when the time ran out.
+        """
+        return self._settled.wait(timeout)
 
     def wait_ready(self, timeout: float) -> None:
         """Wait for the worker's ``ready`` (torch imported); raise ``WorkerDied`` if it cannot."""
@@ -122,7 +138,9 @@ class Worker:
         """Ask a worker started before its cases were planned to get ready for them: start
         the fork server if its cases fork, and import the packages they build with. The
         command waits in the pipe while the worker still imports torch."""
-        self.preparing = True
+        with self._settle_lock:
+            self.preparing = True
+            self._settled.clear()  # busy again: importing the packages its cases build with
         self.send({"cmd": "prepare", "preload": list(preload), "fork_server": fork_server})
 
     def send(self, message: dict[str, Any]) -> None:
