@@ -13,7 +13,7 @@ Prints, per method: the share of flat series with a step reported, and the share
 series with one planted step (±5% by default, at a random version) found at the right
 version with the right sign, and how often such a series had another, false step.
 
-    python benchmarks/changepoints.py [--runs runs] [--series 2000] [--step 0.05]
+    python benchmarks/changepoints.py [--runs runs] [--series 2000] [--steps 0.05] [--since 20261207T1200]
 """
 
 from __future__ import annotations
@@ -38,7 +38,8 @@ NOISE_LABELS = ("torch-2.13.0-cpu", "torch-2.14.1-cpu", "torch-2.10.0", "torch-2
                 "torch-2.13.0", "torch-2.14.1")
 
 
-def measure_noise(root: str, labels: tuple[str, ...], metric: str = "time") -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def measure_noise(root: str, labels: tuple[str, ...], metric: str = "time",
+                  since: str | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per (label, case): the within-run SD of log process medians, the run-to-run SD, processes per run.
 
     Run-to-run SD only where a label has two or more runs of the case: the SD of the run
@@ -47,6 +48,8 @@ def measure_noise(root: str, labels: tuple[str, ...], metric: str = "time") -> t
     """
     archive = load_archive(root)
     runs = archive.runs[archive.runs["label"].astype(str).isin(labels)]
+    if since is not None:  # run ids begin with their start time, 20261207T120000Z-...
+        runs = runs[runs["run_id"].astype(str) >= since]
     per_run = compute_run_summaries(restrict(archive, frozenset(runs["run_id"].astype(str))))
     rows = []
     for run_id, s in per_run.items():
@@ -144,6 +147,20 @@ METHODS = {
 }
 
 
+def ceiling(planted: list, truth: np.ndarray, alpha: float) -> float:
+    """Share of planted steps a test told the step's version would find: no method that must
+    also find where the step is does better. The points before and after the true version are
+    pooled with inverse-variance weights and their difference tested (normal, two-sided)."""
+    found = 0
+    for pts, t in zip(planted, truth):
+        y, s, _ = (np.array(c) for c in zip(*pts))
+        k, w = abs(int(t)), 1.0 / s**2
+        before, after = np.sum(w[:k] * y[:k]) / np.sum(w[:k]), np.sum(w[k:] * y[k:]) / np.sum(w[k:])
+        z = (after - before) / np.sqrt(1.0 / np.sum(w[:k]) + 1.0 / np.sum(w[k:]))
+        found += bool(2 * stdtr(1e6, -abs(z)) <= alpha and np.sign(z) == np.sign(t))
+    return found / len(planted)
+
+
 def rates(method, flat: list, planted: list, truth: np.ndarray, alpha: float | None) -> tuple[float, float, float]:
     """Share of flat series with a step; of planted steps found at their version; of planted series with another."""
     false_flat = sum(bool(method(p, alpha, i)) for i, p in enumerate(flat))
@@ -176,14 +193,21 @@ def main() -> None:
     ap.add_argument("--scale", type=float, nargs="*", default=[0.05, 0.1, 0.25],
                     help="also simulate the three-run labels' profiles with their SDs times these factors")
     ap.add_argument("--seed", type=int, default=41)
+    ap.add_argument("--since", help="also simulate with the noise of the series' runs started at or after this "
+                                    "time (a run id prefix such as 20261207T1200)")
     args = ap.parse_args()
+    series_labels = SOURCES["the interleaved series (torch-2.10.0 ... torch-2.14.1, three runs a release)"]
+    sources = dict(SOURCES)
+    if args.since:
+        sources[f"the interleaved series' runs since {args.since}"] = (series_labels, args.since)
 
     three_run = measure_noise(args.runs, SOURCES[next(iter(SOURCES))])
     rng = np.random.default_rng(args.seed)
     print(f"{args.versions} versions, {args.n_runs} runs each, {args.series} series per condition; "
           f"a planted step at a random version, up or down; alpha {args.alpha}")
-    for k, (name, labels) in enumerate(SOURCES.items()):
-        within, between, procs = measure_noise(args.runs, labels) if k else three_run
+    for k, (name, labels) in enumerate(sources.items()):
+        labels, since = labels if isinstance(labels[0], tuple) else (labels, None)
+        within, between, procs = measure_noise(args.runs, labels, since=since) if k else three_run
         missing = ~np.isfinite(between)
         if k and missing.any():  # cases of one-run labels: run-to-run spread drawn from the three-run labels
             between[missing] = rng.choice(three_run[1][np.isfinite(three_run[1])], int(missing.sum()))
@@ -204,6 +228,8 @@ def main() -> None:
             flat, _ = simulate_points(rng, args.series, args.versions, args.n_runs, *noise, 0.0)
             for step in args.steps:
                 planted, truth = simulate_points(rng, args.series, args.versions, args.n_runs, *noise, step)
+                print(f"  {pname}, step {step:.0%}, the ceiling (a test told the step's version): "
+                      f"{ceiling(planted, truth, args.alpha):.1%} of planted steps found")
                 for mname, method in METHODS.items():
                     if step != args.steps[0] and method is not steps_binseg:
                         continue
