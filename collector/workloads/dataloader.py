@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 from collector.workloads import DeviceInfo, Workload
 from collector.workloads._models import at_least, tier
@@ -81,14 +81,72 @@ class UtilisationSampler:
             self._stop.set()
 
 
+def _train_step(params: Mapping[str, Any], ctx: Any) -> Callable[[Any, Any], None] | None:
+    """The small model's training step that consumes each batch on the device (None: ``model=none``)."""
+    if params["model"] == "none":
+        return None
+    torch = ctx.torch
+    import torch.nn.functional as F
+
+    from collector.workloads._models import build_image_model, require
+
+    require(ctx, "torchvision", f"the {params['model']} that consumes the batches")
+    model = build_image_model(params["model"], 10).to(ctx.device).train()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.001, momentum=0.9)
+
+    def train_step(x: Any, y: Any) -> None:
+        optimizer.zero_grad(set_to_none=True)
+        F.cross_entropy(model(x), y).backward()
+        optimizer.step()
+
+    return train_step
+
+
+def _utilisation_sampler(ctx: Any) -> UtilisationSampler | None:
+    """A GPU utilisation sampler, where NVML can be read (a note says why not, where it cannot)."""
+    if ctx.device != "cuda":
+        return None
+    try:
+        import pynvml  # noqa: F401  (torch.cuda.utilization reads NVML through it)
+    except ImportError:
+        ctx.note("gpu_util not recorded: pynvml (nvidia-ml-py) is not installed in this stack")
+        return None
+    return UtilisationSampler(ctx.torch)
+
+
+def _time_windows(ctx: Any, consume: Callable[[int], None], window: int, batch: int,
+                  sampler: UtilisationSampler | None) -> list[float]:
+    """Samples delivered per second, one value per timed window of ``window`` batches, until the
+    policy's CI target or budget (and, while sampling utilisation, at least ``GPU_UTIL_MIN_S``)."""
+    from collector.timing import median_ci_rel_width
+
+    policy = ctx.policy
+    values: list[float] = []
+    if sampler is not None:
+        sampler.start()
+    start = time.perf_counter()
+    while len(values) < policy.max_samples:
+        t0 = time.perf_counter()
+        try:
+            consume(window)
+        except StopIteration:
+            break
+        values.append(window * batch / (time.perf_counter() - t0))
+        elapsed = time.perf_counter() - start
+        if len(values) < policy.min_samples or (sampler is not None and elapsed < GPU_UTIL_MIN_S):
+            continue
+        if median_ci_rel_width(values) <= policy.target_rel_ci or elapsed >= policy.budget_s:
+            break
+    return values
+
+
 def run(params: Mapping[str, Any], ctx: Any) -> None:
     torch = ctx.torch
     from torch.utils.data import DataLoader
 
     from runformat.schema import TIMING_WALL
-    from collector.timing import median_ci_rel_width
     from collector.workloads._data import make_dataset
-    from collector.workloads._models import build_image_model, cudnn_default, require
+    from collector.workloads._models import cudnn_default
 
     cuda = ctx.device == "cuda"
     workers = int(params["num_workers"])
@@ -97,10 +155,9 @@ def run(params: Mapping[str, Any], ctx: Any) -> None:
         ctx.skip("pin_memory only matters when batches are copied to a GPU")
     size, crop, _ = SHAPES[params["shape"]]
     batch = int(params["batch"])
-    policy = ctx.policy
     # A window spans several batches per worker, so the round-robin of workers evens out.
     window = max(4, 2 * workers)
-    length = (policy.max_samples + 3) * window * batch
+    length = (ctx.policy.max_samples + 3) * window * batch
     dataset = make_dataset(STORED[params["shape"]], size, crop, length)
     loader = DataLoader(
         dataset,
@@ -110,27 +167,8 @@ def run(params: Mapping[str, Any], ctx: Any) -> None:
         pin_memory=pin,
         drop_last=True,
     )
-    train_step = None
-    if params["model"] != "none":
-        require(ctx, "torchvision", f"the {params['model']} that consumes the batches")
-        import torch.nn.functional as F
-
-        model = build_image_model(params["model"], 10).to(ctx.device).train()
-        optimizer = torch.optim.SGD(model.parameters(), lr=0.001, momentum=0.9)
-
-        def train_step(x: Any, y: Any) -> None:
-            optimizer.zero_grad(set_to_none=True)
-            F.cross_entropy(model(x), y).backward()
-            optimizer.step()
-
-    sampler = None
-    if cuda:
-        try:
-            import pynvml  # noqa: F401  (torch.cuda.utilization reads NVML through it)
-
-            sampler = UtilisationSampler(torch)
-        except ImportError:
-            ctx.note("gpu_util not recorded: pynvml (nvidia-ml-py) is not installed in this stack")
+    train_step = _train_step(params, ctx)
+    sampler = _utilisation_sampler(ctx)
     it = iter(loader)
 
     def consume(n: int) -> None:
@@ -142,27 +180,12 @@ def run(params: Mapping[str, Any], ctx: Any) -> None:
                 train_step(x, y)
         ctx.sync()
 
-    values: list[float] = []
     try:
         with cudnn_default(torch):
             consume(window)  # workers start and fill their prefetch queues; not timed
             ctx.set_work(items=batch, items_unit="samples")
             ctx.set_timing(TIMING_WALL)
-            if sampler is not None:
-                sampler.start()
-            start = time.perf_counter()
-            while len(values) < policy.max_samples:
-                t0 = time.perf_counter()
-                try:
-                    consume(window)
-                except StopIteration:
-                    break
-                values.append(window * batch / (time.perf_counter() - t0))
-                elapsed = time.perf_counter() - start
-                if len(values) < policy.min_samples or (sampler is not None and elapsed < GPU_UTIL_MIN_S):
-                    continue
-                if median_ci_rel_width(values) <= policy.target_rel_ci or elapsed >= policy.budget_s:
-                    break
+            values = _time_windows(ctx, consume, window, batch, sampler)
     finally:
         if sampler is not None:
             sampler.stop()
