@@ -118,7 +118,7 @@ def main() -> int:
     import torch
 
     from collector.gpustate import GpuSampler, bus_id_of, open_source
-    from collector.suites import STANDARD_POLICY
+    from runformat.policy import STANDARD_POLICY
 
     if not torch.cuda.is_available():
         print("no CUDA device: flushed blocks and the GPU-state sampler exist only on a GPU")

@@ -10,8 +10,9 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping
 
+from runformat.policy import TimingPolicy
 from runformat.schema import TIMING_NONE, TIMING_ONESHOT, TIMING_WALL, TIMINGS, metric
-from collector.timing import CudaEventTimer, PerfCounterTimer, Timed, TimingPolicy, time_fn
+from collector.timing import CudaEventTimer, PerfCounterTimer, Timed, time_fn
 from collector.workloads import DeviceInfo
 
 

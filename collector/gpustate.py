@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Protocol, Sequence
 
 from runformat.schema import GPU_STATE_QUANTITIES as QUANTITIES
+from runformat.vocabulary import THROTTLE_REASONS
 
 SOURCE_NVML = "nvml"
 SOURCE_SMI = "nvidia-smi"
@@ -40,11 +41,6 @@ REASON_BITS: dict[int, str] = {
     0x80: "hw_power_brake_slowdown",
     0x100: "display_clock_setting",
 }
-# The reasons that mean the GPU ran slower than it could (power, thermal, HW slowdown):
-# a case recorded under one of these is flagged by the reporter.
-THROTTLE_REASONS = frozenset(
-    {"sw_power_cap", "hw_slowdown", "sw_thermal_slowdown", "hw_thermal_slowdown", "hw_power_brake_slowdown"}
-)
 
 DEFAULT_INTERVAL_S = 0.1  # NVML reads take microseconds: ten a second costs nothing
 SMI_INTERVAL_S = 0.5  # each nvidia-smi call is a process start (tens of ms)

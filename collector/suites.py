@@ -1,14 +1,15 @@
 """Suites: which workloads a run measures, and the timing policy it measures them with.
 
 Each workload scales its own sizes by the suite name (``smoke`` is the tiny scale tests
-use). ``default_suite`` picks what ``collector run`` with no ``--suite`` runs.
+use). ``default_suite`` picks what ``collector run`` with no ``--suite`` runs. The policies
+are part of the run format (``runformat.policy``): the reporter reads a suite's policy too.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from collector.timing import TimingPolicy
+from runformat.policy import SUITE_POLICIES, TimingPolicy
 
 MICRO = ("matmul", "conv2d", "memory", "cpu_vs_gpu")
 END_TO_END = (
@@ -24,20 +25,6 @@ END_TO_END = (
     "max_batch",
     "checkpointing",
     "numerics",
-)
-
-
-# The GPU suites' policy. The process, not the sample, is the unit of replication: the
-# reporter's CI of a case comes from the spread between worker processes, and on an H200
-# a process's median is far tighter than that spread after ten blocks. Re-cut with this
-# stop rule (``python benchmarks/stop_rule.py``), the recorded H200 runs kept the A/A
-# CI half-widths of the microbenchmarks where they were (0.0316 against 0.0324, 0.0677
-# against 0.0672); the end-to-end rows widened by 2-5% (0.0473 against 0.0461, 0.0490
-# against 0.0477). On an H100 the standard suite then spent 315.8 s inside cases against
-# 353.0 s (together with the round's start-up changes; README). Before: at least 15
-# blocks, at most 1.5 s (1.0 s in full).
-STANDARD_POLICY = TimingPolicy(
-    warmup_s=0.1, min_warmup=3, min_block_s=0.01, min_samples=10, max_samples=200, target_rel_ci=0.01, budget_s=1.0
 )
 
 
@@ -59,33 +46,33 @@ SUITES: dict[str, Suite] = {
             "smoke",
             "tiny sizes, few samples: checks that every workload runs (used by the tests)",
             MICRO + END_TO_END,
-            TimingPolicy(warmup_s=0.0, min_warmup=1, min_block_s=0.0005, min_samples=3, max_samples=5, budget_s=0.2),
+            SUITE_POLICIES["smoke"],
             timeout_scale=0.5,
         ),
         Suite(
             "cpu",
             "the CPU default: small sizes, sized to finish in about two minutes on 2 cores",
             MICRO + END_TO_END,
-            TimingPolicy(warmup_s=0.02, min_warmup=1, min_block_s=0.002, min_samples=5, max_samples=40, target_rel_ci=0.03, budget_s=0.25),
+            SUITE_POLICIES["cpu"],
             timeout_scale=0.5,
         ),
         Suite(
             "quick",
             "the published write-ups' headline cases at full size on one GPU, a few minutes",
             MICRO + END_TO_END,
-            TimingPolicy(warmup_s=0.05, min_warmup=2, min_block_s=0.005, min_samples=10, max_samples=100, target_rel_ci=0.02, budget_s=0.6),
+            SUITE_POLICIES["quick"],
         ),
         Suite(
             "standard",
             "every size of the microbenchmarks and the main end-to-end cases",
             MICRO + END_TO_END,
-            STANDARD_POLICY,
+            SUITE_POLICIES["standard"],
         ),
         Suite(
             "full",
             "every case of every workload",
             MICRO + END_TO_END,
-            STANDARD_POLICY,
+            SUITE_POLICIES["full"],
             timeout_scale=1.5,
         ),
     )

@@ -12,6 +12,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Protocol
 
+from runformat.policy import TimingPolicy
 from runformat.schema import TIMING_CUDA_EVENT, TIMING_PERF_COUNTER
 
 # The version of how this module measures, recorded with every run (``timing_method``):
@@ -32,41 +33,6 @@ FLUSH_BYTES = 256 * 1024 * 1024
 STOP_CI = "ci"
 STOP_BUDGET = "budget"
 STOP_MAX_SAMPLES = "max_samples"
-
-
-@dataclass(frozen=True)
-class TimingPolicy:
-    """How long to warm up, how long a block must be, and when to stop.
-
-    Attributes:
-        warmup_s: warm up at most this much host time...
-        min_warmup: ...and at least this many calls (the first call may compile); in
-            between, stop as soon as the last calls take the same time (``is_steady``).
-        min_block_s: calibrate k so that one block of k iterations lasts at least this
-            long: long against the timer's resolution and the launch overhead.
-        min_samples: never stop before this many blocks.
-        max_samples: never take more than this many blocks.
-        target_rel_ci: stop once the 95% CI of the median, as a fraction of the median
-            (upper minus lower over median), is at most this.
-        budget_s: stop once this much host time has passed in the measurement loop
-            (after min_samples, which always complete).
-        fixed_k: use exactly this many iterations per block (1 for per-request latency).
-        max_k: never put more than this many iterations in a block.
-    """
-
-    warmup_s: float = 0.05
-    min_warmup: int = 2
-    min_block_s: float = 0.002
-    min_samples: int = 10
-    max_samples: int = 200
-    target_rel_ci: float = 0.02
-    budget_s: float = 2.0
-    fixed_k: int | None = None
-    max_k: int = 1_000_000
-
-    def scaled(self, **changes: Any) -> "TimingPolicy":
-        """A copy with some fields changed."""
-        return TimingPolicy(**{**self.__dict__, **changes})
 
 
 @dataclass(frozen=True)

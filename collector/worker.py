@@ -91,7 +91,7 @@ def run_case(message: dict[str, Any]) -> dict[str, Any]:
     """Run one case and return its case row and samples (never raises for case errors)."""
     from collector.context import Context, SkipCase
     from runformat.schema import STATUS_FAILED, STATUS_OK, STATUS_SKIPPED, TIMING_NONE
-    from collector.timing import TimingPolicy
+    from runformat.policy import TimingPolicy
     from collector.workloads import DeviceInfo, get
 
     started = time.time()

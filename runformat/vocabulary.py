@@ -1,7 +1,8 @@
 """Names the collector and the reporter share beyond the table layouts of ``schema``.
 
-Verdicts, the codes of the notes a comparison row can carry, and the analyses a row can
-be computed by. Like ``schema`` this module imports only the standard library, so an old
+Verdicts, the codes of the notes a comparison row can carry, the analyses a row can be
+computed by, the workload families, the fingerprint keys a reader is shown and the GPU's
+throttle reasons. Like ``schema`` this module imports only the standard library, so an old
 run is read by what it recorded and every reader agrees on what a word means.
 
 A note is a code plus parameters, never prose: the reporter's en/zh message catalogues
@@ -246,3 +247,14 @@ def format_cudnn_version(value: str) -> str:
     v = int(text)
     major, rest = (v // 10000, v % 10000) if v >= 90000 else (v // 1000, v % 1000)
     return f"{major}.{rest // 100}.{rest % 100}"
+
+
+# ---- the GPU's state -----------------------------------------------------------------------------
+
+# The clock-event ("throttle") reasons, as nvml.h names them, that mean the GPU ran slower than
+# it could (power, thermal, HW slowdown). ``gpu_state.parquet`` records every reason seen during a
+# case (``reasons``, comma-separated); a case recorded under one of these is flagged throttled by
+# the collector and named as a confounder by the reporter.
+THROTTLE_REASONS = frozenset(
+    {"sw_power_cap", "hw_slowdown", "sw_thermal_slowdown", "hw_thermal_slowdown", "hw_power_brake_slowdown"}
+)

@@ -14,6 +14,8 @@ from collector.workloads import FAMILIES, DeviceInfo, registry
 from collector.workloads._models import tier
 from collector.workloads.max_batch import memory_estimate, search_max_batch
 from collector.workloads.multigpu import replica_counts, torchrun_command
+from runformat.policy import SUITE_POLICIES
+from runformat.workloads import WORKLOADS
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -51,6 +53,22 @@ def test_every_workload_is_registered_and_described(name):
     assert w.family in FAMILIES and w.family != "basic"
     assert w.title and w.title_zh and len(w.method) > 300 and len(w.method_zh) > 150
     assert 60 <= w.timeout_s <= 3600
+
+
+def test_the_registry_and_the_run_formats_descriptions_name_the_same_workloads():
+    """The reporter reads what a workload is from ``runformat.workloads`` without the collector: a
+    shipped workload without an entry there would lose its title and methodology paragraph."""
+    assert set(registry()) == set(WORKLOADS)
+    for name, info in WORKLOADS.items():
+        assert info.family in FAMILIES, name
+        w = registry()[name]
+        assert (w.family, w.title, w.method, w.title_zh, w.method_zh) == (info.family, info.title, info.method, info.title_zh, info.method_zh)
+
+
+def test_every_suite_has_its_policy_in_the_run_format():
+    """The reporter shows an old run's policy from ``runformat.policy`` by its suite's name."""
+    assert set(SUITE_POLICIES) == set(SUITES)
+    assert all(SUITES[name].policy is SUITE_POLICIES[name] for name in SUITES)
 
 
 @pytest.mark.parametrize("name", END_TO_END)

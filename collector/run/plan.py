@@ -14,9 +14,9 @@ from typing import Any
 
 from collector.run.state import Planned, RunError, RunOptions, Task
 from collector.suites import SUITES, default_suite
-from collector.timing import TimingPolicy
 from collector.workloads import Case, DeviceInfo, registry
 from collector.workloads._models import packages_for
+from runformat.policy import TimingPolicy
 from runformat.schema import EnvironmentEntry
 
 

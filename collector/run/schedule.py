@@ -18,8 +18,8 @@ from collector.run.state import Planned, RunOptions, Task
 from collector.run.plan import policy_for
 from collector.run.worker_ipc import Worker, WorkerDied, WorkerTimeout
 from collector.suites import SUITES
-from collector.timing import TimingPolicy
 from collector.workloads import Case, registry
+from runformat.policy import TimingPolicy
 from runformat.schema import STATUS_FAILED, STATUS_INTERRUPTED, STATUS_TIMEOUT, TIMING_NONE
 
 

@@ -2,8 +2,9 @@
 
 A workload module must not import torch at module level: the parent process lists cases
 (``cases``) without torch, and only the worker process that runs a case (``run``)
-imports it. Adding a workload is one module here plus its name in a suite
-(``collector/suites.py``). Modules named in ``IMAGEBENCH_EXTRA_WORKLOADS`` (comma
+imports it. Adding a workload is one module here, its name in a suite
+(``collector/suites.py``) and its description (family, title, methodology paragraph) in
+``runformat/workloads.py``, which the reporter reads without the collector. Modules named in ``IMAGEBENCH_EXTRA_WORKLOADS`` (comma
 separated, importable) are registered too: that is how tests add fault-injection
 workloads without shipping them.
 """
@@ -20,6 +21,7 @@ from typing import Any, Callable, Mapping
 from runformat.schema import case_id_for
 # The families (article sections) live in the shared vocabulary beside the schema.
 from runformat.vocabulary import FAMILIES
+from runformat.workloads import WORKLOADS
 
 
 @dataclass(frozen=True)
@@ -80,7 +82,9 @@ class Workload:
         family: the article section (one of ``FAMILIES``).
         title: one-line title (English).
         method: the methodology paragraph (English): what runs, how it is timed, what
-            is recorded. The methodology page is generated from it.
+            is recorded. The methodology page is generated from it. A shipped workload
+            takes these four and their Chinese pair from ``runformat.workloads``
+            (``described``).
         cases: ``cases(suite, device) -> list of parameter dicts``: what to run in a
             suite on a device. Must not import torch.
         run: ``run(params, ctx)``: measure one case, recording through ``ctx``.
@@ -105,6 +109,13 @@ class Workload:
     fork_server: bool = False
     title_zh: str = ""
     method_zh: str = ""
+
+    @classmethod
+    def described(cls, name: str, **how: Any) -> "Workload":
+        """The shipped workload ``name``: what it is from its entry in ``runformat.workloads``,
+        how it runs (``cases``, ``run``, limits) from ``how``."""
+        info = WORKLOADS[name]
+        return cls(info.name, info.family, info.title, info.method, title_zh=info.title_zh, method_zh=info.method_zh, **how)
 
     def make_cases(self, suite: str, device: DeviceInfo) -> list[Case]:
         return [Case(self.name, dict(p)) for p in self.cases(suite, device)]

@@ -12,13 +12,16 @@ A peer that vanishes fails the collective within ``--pg-timeout-s`` instead of h
 from __future__ import annotations
 
 import argparse
+import datetime as dt
 import json
 import os
+import socket
 import sys
 import time
+from typing import Any
 
 
-def main() -> None:
+def _parse_args() -> argparse.Namespace:
     p = argparse.ArgumentParser()
     p.add_argument("--model", default="resnet50")
     p.add_argument("--batch", type=int, required=True, help="batch per process")
@@ -35,27 +38,19 @@ def main() -> None:
     p.add_argument("--target-rel-ci", type=float, default=0.02)
     p.add_argument("--pg-timeout-s", type=float, default=300.0, help="how long a collective waits for a peer")
     p.add_argument("--out", required=True)
-    a = p.parse_args()
+    return p.parse_args()
 
-    import datetime as dt
-    import socket
 
-    import torch
-    import torch.distributed as dist
+def _ddp_training(a: argparse.Namespace, rank: int, local_rank: int) -> Any:
+    """This rank's training step, its model wrapped in DistributedDataParallel."""
     from types import SimpleNamespace
 
-    from collector.timing import median_ci_rel_width
+    import torch
+    import torch.nn.functional as F
+
     from collector.workloads._models import image_training
 
-    rank = int(os.environ["RANK"])
-    local_rank = int(os.environ.get("LOCAL_RANK", "0"))
     cuda = a.device == "cuda"
-    if a.threads:
-        torch.set_num_threads(a.threads)
-    if cuda:
-        torch.cuda.set_device(local_rank)
-    dist.init_process_group("nccl" if cuda else "gloo", timeout=dt.timedelta(seconds=a.pg_timeout_s))
-    device = f"cuda:{local_rank}" if cuda else "cpu"
     torch.manual_seed(1234 + rank)
     ctx = SimpleNamespace(torch=torch, device="cuda" if cuda else "cpu")
     training = image_training(
@@ -69,9 +64,18 @@ def main() -> None:
     )
     ddp = torch.nn.parallel.DistributedDataParallel(training.model, device_ids=[local_rank] if cuda else None)
     # The step's forward goes through the DDP wrapper, which all-reduces gradients in backward.
-    import torch.nn.functional as F
-
     training.loss_of_batch = lambda b: F.cross_entropy(ddp(b[0]), b[1])
+    return training
+
+
+def _time_steps(a: argparse.Namespace, training: Any, rank: int, device: str) -> list[float]:
+    """Warm up, then time whole steps until rank 0 says stop (the same steps on every rank)."""
+    import torch
+    import torch.distributed as dist
+
+    from collector.timing import median_ci_rel_width
+
+    cuda = a.device == "cuda"
 
     def sync() -> None:
         if cuda:
@@ -100,22 +104,48 @@ def main() -> None:
             stop.fill_(1.0 if done else 0.0)
         dist.broadcast(stop, src=0)  # outside the timed region: every rank agrees to stop
         if stop.item() > 0:
-            break
+            return times
+
+
+def _write_result(a: argparse.Namespace, times: list[float], rank: int) -> None:
+    """This node's result (step times, ranks, peak memory) as JSON to ``--out``."""
+    import torch
+    import torch.distributed as dist
+
+    result = {
+        "times": times,
+        "rank": rank,
+        "group_rank": int(os.environ.get("GROUP_RANK", "0")),
+        "world_size": dist.get_world_size(),
+        "local_world_size": int(os.environ.get("LOCAL_WORLD_SIZE", "1")),
+        "host": socket.gethostname(),
+        "backend": dist.get_backend(),
+    }
+    if a.device == "cuda":
+        result["peak_allocated"] = torch.cuda.max_memory_allocated()
+        result["peak_reserved"] = torch.cuda.max_memory_reserved()
+    with open(a.out, "w") as f:
+        json.dump(result, f)
+
+
+def main() -> None:
+    a = _parse_args()
+
+    import torch
+    import torch.distributed as dist
+
+    rank = int(os.environ["RANK"])
+    local_rank = int(os.environ.get("LOCAL_RANK", "0"))
+    cuda = a.device == "cuda"
+    if a.threads:
+        torch.set_num_threads(a.threads)
+    if cuda:
+        torch.cuda.set_device(local_rank)
+    dist.init_process_group("nccl" if cuda else "gloo", timeout=dt.timedelta(seconds=a.pg_timeout_s))
+    training = _ddp_training(a, rank, local_rank)
+    times = _time_steps(a, training, rank, f"cuda:{local_rank}" if cuda else "cpu")
     if local_rank == 0:  # one result per node, in that node's --out
-        result = {
-            "times": times,
-            "rank": rank,
-            "group_rank": int(os.environ.get("GROUP_RANK", "0")),
-            "world_size": dist.get_world_size(),
-            "local_world_size": int(os.environ.get("LOCAL_WORLD_SIZE", "1")),
-            "host": socket.gethostname(),
-            "backend": dist.get_backend(),
-        }
-        if cuda:
-            result["peak_allocated"] = torch.cuda.max_memory_allocated()
-            result["peak_reserved"] = torch.cuda.max_memory_reserved()
-        with open(a.out, "w") as f:
-            json.dump(result, f)
+        _write_result(a, times, rank)
     dist.barrier()  # no rank leaves while another still talks to it
     # Leave without the process-group teardown: gloo's thread shutdown at exit can abort
     # ("terminate called without an active exception") after all the work is done and

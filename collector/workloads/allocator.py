@@ -91,43 +91,11 @@ def run(params: Mapping[str, Any], ctx: Any) -> None:
         ctx.note(f"allocator retries (cudaMalloc failed, cache freed, tried again): {result.get('alloc_retries')}; OOMs: {result.get('ooms')}")
 
 
-WORKLOAD = Workload(
-    name="allocator",
-    family="memory",
-    title="CUDA caching allocator: fragmentation, default against expandable segments",
-    method=(
-        "Two variable-size workloads run in a new child process per setting, once with the default "
-        "caching allocator (PYTORCH_CUDA_ALLOC_CONF unset) and once with "
-        "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True, the setting for fragmentation. The child is "
-        "forked from a process that imported torch and never touched CUDA, and sets the variable before "
-        "its first CUDA call; it reports whether the allocator's segments were expandable, and where that "
-        "is not what the setting asks for, a fresh interpreter measures the case instead. "
-        "random_tensors allocates tensors of log-uniform random sizes (64 KiB to 256 MiB), keeps 32 "
-        "alive and frees a random one each step; varlen_transformer trains a 4-layer transformer "
-        "encoder (d_model 1024) on batches of random batch size and sequence length (64 to 1024), as "
-        "unpadded text does (full suite only). Both are seeded, so both settings see the same "
-        "sequence. After one warm-up round, each round of steps is timed with the host clock between "
-        "device synchronisations (time per step). Peak allocated memory (what tensors needed) and "
-        "peak reserved memory (what the allocator held from the driver) over the whole child are "
-        "recorded; their ratio, the fragmentation overhead, is derived at report time. GPU only, "
-        "standard and full suites."
-    ),
+WORKLOAD = Workload.described(
+    "allocator",
     cases=cases,
     run=run,
     timeout_s=600.0,
     max_processes=1,
     fork_server=True,
-    title_zh="CUDA 缓存分配器：碎片化，默认设置与 expandable segments 对比",
-    method_zh=(
-        "两个可变尺寸负载，每种设置在一个新的子进程中运行：一次使用默认缓存分配器（不设 PYTORCH_CUDA_ALLOC_CONF"
-        "），一次使用针对碎片化的 PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True"
-        "。子进程由一个已导入 torch、从未使用 CUDA 的进程 fork 而来，在第一次调用 CUDA 之前设置该变量；"
-        "它报告分配器的内存段是否可扩展，若与设置不符，则改用全新的解释器测量该用例。random_tensors 分配对数均匀随机大小（64 KiB 到 256 MiB）的张量，保留"
-        " 32 个存活，每步随机释放一个；varlen_transformer 训练一个 4 层 transformer"
-        " 编码器（d_model 1024），批大小与序列长度（64 到 1024）随机，如同不做填充的文本"
-        "（只在 full 套件中）。两者都固定随机种子，因此两种设置看到相同的序列。一轮预热之后，每轮步骤在"
-        "设备同步之间用主机时钟计时（每步时间）。记录整个子进程的峰值已分配显存（张量所需）与峰值已保留显存（"
-        "分配器向驱动申请并持有的），两者之比即碎片化开销，在生成报告时推导。仅 GPU，standard 与"
-        " full 套件。"
-    ),
 )

@@ -63,32 +63,9 @@ def run(params: Mapping[str, Any], ctx: Any) -> None:
     measure_training(ctx, training)
 
 
-WORKLOAD = Workload(
-    name="checkpointing",
-    family="memory",
-    title="Activation checkpointing: memory saved against time spent",
-    method=(
-        "A stack of 16 pre-norm transformer encoder layers (d_model 1024, 16 heads, feed-forward "
-        "4096, batch 8 x sequence 512, FP32; the full suite adds sequence 1024 under bf16 autocast) "
-        "trains with SGD on a fixed random input, once storing all activations and once wrapping "
-        "every layer in torch.utils.checkpoint.checkpoint(use_reentrant=False), which keeps each "
-        "layer's input only and recomputes the rest during backward (the published write-ups' "
-        "gradient-checkpointing advice). After warm-up each whole step is timed on its own with the "
-        "host clock after a device synchronisation, and peak allocated and reserved GPU memory are "
-        "recorded, so memory saved and time paid are derived at report time against the case without "
-        "checkpointing. The CPU suites run a tiny stack and record step time only."
-    ),
+WORKLOAD = Workload.described(
+    "checkpointing",
     cases=cases,
     run=run,
     timeout_s=600.0,
-    title_zh="激活检查点：节省的显存与付出的时间",
-    method_zh=(
-        "一个由 16 层 pre-norm transformer 编码器层组成的堆叠（d_model 1024"
-        "，16 头，前馈 4096，批大小 8 x 序列长度 512，FP32；full 套件另加序列长度 "
-        "1024、bf16 autocast）在固定随机输入上用 SGD 训练：一次保存全部激活，一次把每一"
-        "层包进 torch.utils.checkpoint.checkpoint(use_reentrant=False)"
-        "，只保留每层的输入，其余激活在反向时重算（种子文章的梯度检查点建议）。预热之后每个完整训练步在设备同"
-        "步后用主机时钟单独计时，并记录 GPU 峰值已分配与已保留显存，因此节省的显存与付出的时间在生成报告"
-        "时与不使用检查点的用例比较得出。CPU 套件运行一个很小的堆叠，只记录步时间。"
-    ),
 )

@@ -90,43 +90,10 @@ def run(params: Mapping[str, Any], ctx: Any) -> None:
             reset_dynamo(torch)
 
 
-WORKLOAD = Workload(
-    name="compile",
-    family="compile",
-    title="torch.compile: compile time and speedup over eager",
-    method=(
-        "Each model is trained twice with the same parameters, differing only in mode: eager, and "
-        "torch.compile(model) with the default inductor backend and mode (the optimizer step stays "
-        "eager, as in the published write-ups). ResNet-50 (224x224, batch 256, channels_last) and BERT-base (batch "
-        "8, sequence 128) train under bf16 autocast on GPUs that support it. On GPUs this runs in the"
-        " standard and full suites only: a cold compile of ResNet-50 alone takes 45 to 65 s on an "
-        "H200, more than the quick suite's budget. The CPU suites compile a tiny two-layer CNN only, "
-        "since inductor's CPU backend compiles C++ and a cold compile of a larger model takes minutes"
-        " on two cores. Compile time is the wall time of the first training step, which traces the "
-        "model and compiles the forward and backward graphs, measured with inductor's and triton's "
-        "caches pointed at an empty folder, so it is a cold compile as in a fresh container. Then "
-        "steady-state steps are timed one by one after warm-up, as in the training workloads; the "
-        "speedup over eager is derived at report time from the eager case with the same parameters. "
-        "Graph breaks and recompilations are read from torch._dynamo's counters and compilation "
-        "metrics after the steps. Compiling is expensive, so the case runs in one worker process."
-    ),
+WORKLOAD = Workload.described(
+    "compile",
     cases=cases,
     run=run,
     timeout_s=1200.0,
     max_processes=1,
-    title_zh="torch.compile：编译时间与相对 eager 的加速",
-    method_zh=(
-        "每个模型用相同参数训练两次，只有 mode 不同：eager，以及使用默认 inductor 后端与"
-        "默认模式的 torch.compile(model)（优化器更新仍是 eager，与种子文章一致）。"
-        "ResNet-50（224x224，批大小 256，channels_last）与 BERT-base"
-        "（批大小 8，序列长度 128）在支持 bf16 的 GPU 上以 bf16 autocast 训练"
-        "。GPU 上只在 standard 与 full 套件中运行：在 H200 上仅 ResNet-50"
-        " 的冷编译就要 45 到 65 秒，超出 quick 套件的预算。CPU 套件只编译一个很小的两层 "
-        "CNN，因为 inductor 的 CPU 后端要编译 C++，在两个核上冷编译更大的模型要几分钟。"
-        "编译时间是第一个训练步的墙钟时间（追踪模型并编译前向与反向图），测量时 inductor 与 triton"
-        " 的缓存指向空目录，因此是与全新容器相同的冷编译。之后像训练类负载一样，在预热后逐步计时稳定状态的训"
-        "练步；相对 eager 的加速比在生成报告时与参数相同的 eager 用例比较得出。训练步结束后从 "
-        "torch._dynamo 的计数器与编译指标读取图中断（graph break）与重新编译次数。编"
-        "译代价高，因此该用例只在一个工作进程中运行。"
-    ),
 )

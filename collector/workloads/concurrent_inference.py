@@ -149,40 +149,11 @@ def _record_throughput(ctx: Any, completions: list[float], duration: float, batc
     ctx.record("throughput", [count / width for count in images])
 
 
-WORKLOAD = Workload(
-    name="concurrent_inference",
-    family="inference",
-    title="Concurrent inference tasks on one device",
-    method=(
-        "2, 4 and 6 inference tasks run at once, each a separate process (multiprocessing, forked "
-        "from a fork server that has imported torch and torchvision but never touched CUDA) "
-        "with its own CUDA context and its own ResNet-50 (random weights, eval, torch.inference_mode,"
-        " batch 32 of 224x224 images); the full suite repeats 6 tasks with each process limited to "
-        "its share of GPU memory (torch.cuda.set_per_process_memory_fraction, 0.9/6). Each task loads"
-        " its model and warms up, then all start at the same instant and run synchronous requests for"
-        " a fixed duration (5 s; standard and full suites). Recorded: tasks_ok, the number of tasks "
-        "that finished without error (the published write-ups' success rate); the aggregate throughput in images/s,"
-        " one sample per 0.5 s window, summing the requests every task completed in that window; and "
-        "each task's peak allocated and reserved GPU memory. Errors of failed tasks are kept in the "
-        "case's notes. The CPU suites run 2 tasks of a ResNet-18 on 64x64 images, with the cores "
-        "split between them. The cases run in one worker process: each spawns its own tasks, and its "
-        "0.5 s windows are the samples."
-    ),
+WORKLOAD = Workload.described(
+    "concurrent_inference",
     cases=cases,
     run=run,
     timeout_s=600.0,
     max_processes=1,  # each case spawns up to six processes; the 0.5 s windows are its samples
     fork_server=True,
-    title_zh="同一设备上的并发推理任务",
-    method_zh=(
-        "同时运行 2、4、6 个推理任务，每个任务是一个独立进程（multiprocessing，从一个已导入 torch 与"
-        " torchvision、但从未使用 CUDA 的 fork server 派生），拥有自己的 CUDA 上下文和自己的 ResNet-50（随机权重，eval，torch.inference_mode"
-        "，批大小 32，224x224 图像）；full 套件再运行一次 6 个任务，并用 torch.cuda.set_per_process_memory_fraction"
-        " 把每个进程限制在它的显存份额（0.9/6）内。每个任务先加载模型并预热，然后所有任务在同一时刻开始"
-        "，在固定时长内（5 秒；standard 与 full 套件）连续发出同步请求。记录：tasks_ok"
-        "，即无错误完成的任务数（种子文章里的成功率）；聚合吞吐（图像/秒），每 0.5 秒一个窗口一个样本，"
-        "为该窗口内所有任务完成的请求之和；以及每个任务的 GPU 峰值已分配与已保留显存。失败任务的错误写入"
-        "用例备注。CPU 套件运行 2 个任务，模型为 64x64 图像上的 ResNet-18，CPU 核"
-        "在任务间平分。这些用例只在一个工作进程中运行：每个用例自己启动任务进程，0.5 秒窗口即其样本。"
-    ),
 )

@@ -63,26 +63,8 @@ def run(params: Mapping[str, Any], ctx: Any) -> None:
         ctx.time(fn)
 
 
-WORKLOAD = Workload(
-    name="conv2d",
-    family="basic",
-    title="2-D convolution, 3x3, same channels in and out",
-    method=(
-        "A bias-free `nn.Conv2d(C, C, 3, padding=1)` on a random batch (16x64x224x224 on a GPU, as in the published write-ups; "
-        "4x32x56x56 on the CPU), forward alone under `no_grad` and forward plus backward, in NCHW and "
-        "`channels_last` layouts, with `cudnn.benchmark` at the stack's default (off): cuDNN picks the algorithm by its "
-        "heuristics, as in a user's script and the published write-ups. "
-        "`fp32` runs at the stack's own defaults (cuDNN's TF32 default included), `fp32-strict` with TF32 off, `tf32` with it on; "
-        "each case records the precision settings it ran with. "
-        "Timed in calibrated blocks like matmul. Work: 2·N·C²·9·H·W FLOPs forward, three times that for forward+backward."
-    ),
-    title_zh="二维卷积（3×3，输入输出通道相同）",
-    method_zh=(
-        "无偏置的 `nn.Conv2d(C, C, 3, padding=1)`，输入为随机张量（GPU 上为 16×64×224×224，与原文一致；CPU 上为 4×32×56×56），"
-        "分别测前向（`no_grad`）与前向+反向，布局为 NCHW 与 `channels_last`，`cudnn.benchmark` 保持软件栈默认（关闭）：由 cuDNN 的启发式规则选择算法，与用户脚本及原文相同。"
-        "`fp32` 使用软件栈默认设置（包括 cuDNN 默认的 TF32），`fp32-strict` 关闭 TF32，`tf32` 开启 TF32；每个用例记录其实际生效的精度设置。"
-        "计时方式与矩阵乘法相同。工作量：前向 2·N·C²·9·H·W 次浮点运算，前向+反向为其三倍。"
-    ),
+WORKLOAD = Workload.described(
+    "conv2d",
     cases=cases,
     run=run,
     timeout_s=300,

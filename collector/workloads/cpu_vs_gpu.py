@@ -35,20 +35,8 @@ def run(params: Mapping[str, Any], ctx: Any) -> None:
             ctx.set_timing(timed.method)
 
 
-WORKLOAD = Workload(
-    name="cpu_vs_gpu",
-    family="basic",
-    title="CPU against GPU: float32 matmul",
-    method=(
-        "The same float32 `torch.mm` (TF32 off) on the host CPU, with torch's default threads, and on the GPU. "
-        "The CPU side is timed with `perf_counter_ns`, the GPU side with CUDA events, both in calibrated blocks. "
-        "Recorded only on machines with a GPU."
-    ),
-    title_zh="CPU 与 GPU 对比：float32 矩阵乘法",
-    method_zh=(
-        "同一个 float32 `torch.mm`（关闭 TF32）分别在主机 CPU（torch 默认线程数）和 GPU 上运行。CPU 端用 `perf_counter_ns` 计时，"
-        "GPU 端用 CUDA 事件计时，均为标定后的块计时。仅在有 GPU 的机器上记录。"
-    ),
+WORKLOAD = Workload.described(
+    "cpu_vs_gpu",
     cases=cases,
     run=run,
     timeout_s=300,

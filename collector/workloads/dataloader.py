@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 from collector.workloads import DeviceInfo, Workload
 from collector.workloads._models import at_least, tier
@@ -81,14 +81,72 @@ class UtilisationSampler:
             self._stop.set()
 
 
+def _train_step(params: Mapping[str, Any], ctx: Any) -> Callable[[Any, Any], None] | None:
+    """The small model's training step that consumes each batch on the device (None: ``model=none``)."""
+    if params["model"] == "none":
+        return None
+    torch = ctx.torch
+    import torch.nn.functional as F
+
+    from collector.workloads._models import build_image_model, require
+
+    require(ctx, "torchvision", f"the {params['model']} that consumes the batches")
+    model = build_image_model(params["model"], 10).to(ctx.device).train()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.001, momentum=0.9)
+
+    def train_step(x: Any, y: Any) -> None:
+        optimizer.zero_grad(set_to_none=True)
+        F.cross_entropy(model(x), y).backward()
+        optimizer.step()
+
+    return train_step
+
+
+def _utilisation_sampler(ctx: Any) -> UtilisationSampler | None:
+    """A GPU utilisation sampler, where NVML can be read (a note says why not, where it cannot)."""
+    if ctx.device != "cuda":
+        return None
+    try:
+        import pynvml  # noqa: F401  (torch.cuda.utilization reads NVML through it)
+    except ImportError:
+        ctx.note("gpu_util not recorded: pynvml (nvidia-ml-py) is not installed in this stack")
+        return None
+    return UtilisationSampler(ctx.torch)
+
+
+def _time_windows(ctx: Any, consume: Callable[[int], None], window: int, batch: int,
+                  sampler: UtilisationSampler | None) -> list[float]:
+    """Samples delivered per second, one value per timed window of ``window`` batches, until the
+    policy's CI target or budget (and, while sampling utilisation, at least ``GPU_UTIL_MIN_S``)."""
+    from collector.timing import median_ci_rel_width
+
+    policy = ctx.policy
+    values: list[float] = []
+    if sampler is not None:
+        sampler.start()
+    start = time.perf_counter()
+    while len(values) < policy.max_samples:
+        t0 = time.perf_counter()
+        try:
+            consume(window)
+        except StopIteration:
+            break
+        values.append(window * batch / (time.perf_counter() - t0))
+        elapsed = time.perf_counter() - start
+        if len(values) < policy.min_samples or (sampler is not None and elapsed < GPU_UTIL_MIN_S):
+            continue
+        if median_ci_rel_width(values) <= policy.target_rel_ci or elapsed >= policy.budget_s:
+            break
+    return values
+
+
 def run(params: Mapping[str, Any], ctx: Any) -> None:
     torch = ctx.torch
     from torch.utils.data import DataLoader
 
     from runformat.schema import TIMING_WALL
-    from collector.timing import median_ci_rel_width
     from collector.workloads._data import make_dataset
-    from collector.workloads._models import build_image_model, cudnn_default, require
+    from collector.workloads._models import cudnn_default
 
     cuda = ctx.device == "cuda"
     workers = int(params["num_workers"])
@@ -97,10 +155,9 @@ def run(params: Mapping[str, Any], ctx: Any) -> None:
         ctx.skip("pin_memory only matters when batches are copied to a GPU")
     size, crop, _ = SHAPES[params["shape"]]
     batch = int(params["batch"])
-    policy = ctx.policy
     # A window spans several batches per worker, so the round-robin of workers evens out.
     window = max(4, 2 * workers)
-    length = (policy.max_samples + 3) * window * batch
+    length = (ctx.policy.max_samples + 3) * window * batch
     dataset = make_dataset(STORED[params["shape"]], size, crop, length)
     loader = DataLoader(
         dataset,
@@ -110,27 +167,8 @@ def run(params: Mapping[str, Any], ctx: Any) -> None:
         pin_memory=pin,
         drop_last=True,
     )
-    train_step = None
-    if params["model"] != "none":
-        require(ctx, "torchvision", f"the {params['model']} that consumes the batches")
-        import torch.nn.functional as F
-
-        model = build_image_model(params["model"], 10).to(ctx.device).train()
-        optimizer = torch.optim.SGD(model.parameters(), lr=0.001, momentum=0.9)
-
-        def train_step(x: Any, y: Any) -> None:
-            optimizer.zero_grad(set_to_none=True)
-            F.cross_entropy(model(x), y).backward()
-            optimizer.step()
-
-    sampler = None
-    if cuda:
-        try:
-            import pynvml  # noqa: F401  (torch.cuda.utilization reads NVML through it)
-
-            sampler = UtilisationSampler(torch)
-        except ImportError:
-            ctx.note("gpu_util not recorded: pynvml (nvidia-ml-py) is not installed in this stack")
+    train_step = _train_step(params, ctx)
+    sampler = _utilisation_sampler(ctx)
     it = iter(loader)
 
     def consume(n: int) -> None:
@@ -142,27 +180,12 @@ def run(params: Mapping[str, Any], ctx: Any) -> None:
                 train_step(x, y)
         ctx.sync()
 
-    values: list[float] = []
     try:
         with cudnn_default(torch):
             consume(window)  # workers start and fill their prefetch queues; not timed
             ctx.set_work(items=batch, items_unit="samples")
             ctx.set_timing(TIMING_WALL)
-            if sampler is not None:
-                sampler.start()
-            start = time.perf_counter()
-            while len(values) < policy.max_samples:
-                t0 = time.perf_counter()
-                try:
-                    consume(window)
-                except StopIteration:
-                    break
-                values.append(window * batch / (time.perf_counter() - t0))
-                elapsed = time.perf_counter() - start
-                if len(values) < policy.min_samples or (sampler is not None and elapsed < GPU_UTIL_MIN_S):
-                    continue
-                if median_ci_rel_width(values) <= policy.target_rel_ci or elapsed >= policy.budget_s:
-                    break
+            values = _time_windows(ctx, consume, window, batch, sampler)
     finally:
         if sampler is not None:
             sampler.stop()
@@ -177,41 +200,9 @@ def run(params: Mapping[str, Any], ctx: Any) -> None:
             ctx.note(f"gpu_util not recorded: {sampler.error or 'no NVML sample was taken'}")
 
 
-WORKLOAD = Workload(
-    name="dataloader",
-    family="data",
-    title="DataLoader throughput by worker count and pinned memory",
-    method=(
-        "A synthetic in-memory dataset of uint8 images goes through torch.utils.data.DataLoader with "
-        "a real CPU-side transform done with torch ops in __getitem__: a random crop (32 from 40 "
-        "pixels, CIFAR-10-like; 224 from 256, ImageNet-like, with 0, 4 and 8 workers in the full "
-        "suite), a random horizontal flip, conversion to float and per-channel normalisation. Cases "
-        "vary num_workers (0, 2, 4, 8, capped by the CPUs available to the worker; 0 and 4 in the "
-        "quick suite) and pin_memory (on GPUs only). Each batch is copied to the device (non_blocking"
-        " when pinned) and, on a GPU, a small model (ResNet-18, SGD) trains on it, as in a real input"
-        " pipeline. After one untimed window that starts the workers, windows of max(4, 2 x workers) "
-        "batches are timed with the host clock, ending in a device synchronisation; each window gives"
-        " one sample of samples per second delivered to the device (metric throughput), until the 95%"
-        " CI of the median is narrow or the budget is spent. While it runs, GPU utilisation is "
-        "sampled every 0.2 s through NVML (torch.cuda.utilization, needs pynvml; at least 1 s of "
-        "samples, one whole NVML averaging period), the figure the published write-ups quote as 45% to 82%."
-    ),
+WORKLOAD = Workload.described(
+    "dataloader",
     cases=cases,
     run=run,
     timeout_s=300.0,
-    title_zh="DataLoader 吞吐：工作进程数与锁页内存",
-    method_zh=(
-        "一个内存中的合成 uint8 图像数据集经 torch.utils.data.DataLoader "
-        "加载，__getitem__ 用 torch 运算做真实的 CPU 端变换：随机裁剪（从 40 像素"
-        "裁 32，类 CIFAR-10；full 套件另有从 256 裁 224，类 ImageNet，0、"
-        "4、8 个工作进程）、随机水平翻转、转为浮点并按通道归一化。用例改变 num_workers（0、2"
-        "、4、8，不超过工作进程可用的 CPU 数；quick 套件只测 0 和 4）与 pin_memory"
-        "（仅 GPU）。每个批次被拷贝到设备（锁页时 non_blocking），在 GPU 上还有一个小模"
-        "型（ResNet-18，SGD）用它训练，如同真实的输入管线。先跑一个不计时的窗口以启动工作进程，之"
-        "后以主机时钟对每个 max(4, 2 x 工作进程数) 个批次的窗口计时，窗口末尾做设备同步；每个窗"
-        "口给出一个“每秒送达设备的样本数”样本（指标 throughput），直到中位数的 95% 置信区间"
-        "足够窄或用完预算。运行期间每 0.2 秒通过 NVML（torch.cuda.utilization"
-        "，需要 pynvml；至少采样 1 秒，即 NVML 的一个完整平均周期）采样 GPU 利用率，即种子文章中 45% 到 82% 的那"
-        "个数字。"
-    ),
 )

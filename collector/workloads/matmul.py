@@ -39,24 +39,8 @@ def run(params: Mapping[str, Any], ctx: Any) -> None:
         ctx.time(lambda: torch.mm(a, b, out=c))
 
 
-WORKLOAD = Workload(
-    name="matmul",
-    family="basic",
-    title="Matrix multiply (n x n by n x n)",
-    method=(
-        "`torch.mm(a, b, out=c)` on square random matrices (never zeros) of each size and dtype; "
-        "`fp32` runs at the stack's own defaults (no TF32 flag or matmul precision touched), `fp32-strict` with TF32 "
-        "off everywhere, `tf32` with TF32 matrix units on; each case records the precision settings it ran with. "
-        "After warm-up, blocks of k back-to-back calls are timed (CUDA events around the block on a GPU, "
-        "`perf_counter_ns` on the CPU), k calibrated so a block is long against timer resolution and launch overhead. "
-        "Work per call: 2n³ FLOPs and 3n² elements moved, from which TFLOP/s is derived."
-    ),
-    title_zh="矩阵乘法（n×n 乘 n×n）",
-    method_zh=(
-        "对每种尺寸和数据类型的随机方阵（从不用全零）执行 `torch.mm(a, b, out=c)`；`fp32` 使用软件栈自身的默认设置"
-        "（不改动任何 TF32 开关或矩阵乘精度），`fp32-strict` 全部关闭 TF32，`tf32` 为 float32 存储并开启 TF32 矩阵单元；每个用例记录其实际生效的精度设置。预热后按块计时：一块为 k 次连续调用（GPU 上用 CUDA 事件包围整块，"
-        "CPU 上用 `perf_counter_ns`），k 经过标定，使一块的时长远大于计时器分辨率和启动开销。每次调用的工作量为 2n³ 次浮点运算，据此换算 TFLOP/s。"
-    ),
+WORKLOAD = Workload.described(
+    "matmul",
     cases=cases,
     run=run,
     timeout_s=300,

@@ -179,43 +179,11 @@ def run(params: Mapping[str, Any], ctx: Any) -> None:
         ctx.note("children that died without reporting (counted as not fitting): " + "; ".join(deaths))
 
 
-WORKLOAD = Workload(
-    name="max_batch",
-    family="memory",
-    title="Largest training batch without out-of-memory",
-    method=(
-        "For ResNet-50 (224x224, FP32, channels_last, SGD with momentum) and BERT-base (sequence 128,"
-        " FP32, AdamW), the largest batch size that runs a training step without running out of GPU "
-        "memory (full suite only: a search takes a minute or two). Each probe is a fresh child "
-        "process that builds the model and runs two whole training steps at one batch size (the "
-        "second step holds the optimizer state too), set up as in the training workloads; it reports "
-        "success or an out-of-memory error, with the memory it used, and a child that dies without "
-        "reporting counts as out of memory. The first probe, at batch 512, measures the memory that "
-        "stays whatever the batch (weights, gradients, optimizer state) and the peak reserved memory; "
-        "extrapolating the part that grows with the batch to the device's capacity gives a first guess. "
-        "The search probes that guess, then steps up while sizes fit or down while they fail (the step "
-        "doubling from 128), then bisects between the largest size that fit and the smallest that "
-        "failed until they are 128 apart (without a memory reading it doubles from 512 instead, up to "
-        "a cap of 8192). The largest size that fit is recorded (max_batch), with its peak memory."
-        " The probed sizes are kept in the case's notes. GPU only; the smoke suite runs one tiny "
-        "capped search, which records its cap as a lower bound."
-    ),
+WORKLOAD = Workload.described(
+    "max_batch",
     cases=cases,
     run=run,
     timeout_s=1500.0,
     max_processes=1,
     fork_server=True,
-    title_zh="不发生显存溢出的最大训练批大小",
-    method_zh=(
-        "对 ResNet-50（224x224，FP32，channels_last，带动量的 SGD）和 "
-        "BERT-base（序列长度 128，FP32，AdamW），求不耗尽 GPU 显存即可完成一个训练"
-        "步的最大批大小（只在 full 套件中：一次搜索要一两分钟）。每次探测都是一个新的子进程：构建模型，"
-        "在某个批大小下运行两个完整训练步（第二步还持有优化器状态），设置与训练类负载相同，报告成功或显存溢出"
-        "以及所用显存；未报告就退出的子进程按显存溢出计。第一次探测（批大小 512）测出不随批大小变化的显存（权重、"
-        "梯度、优化器状态）和峰值保留显存；把随批大小增长的部分线性外推到设备容量，得到初始估计。搜索先探测该估计值，"
-        "能容纳就向上、失败就向下逐步探测（步长从 128 起翻倍），再在能容纳的最大值与失败的最小值之间二分，直到两者"
-        "相差不超过 128（没有显存读数时改为从 512 开始翻倍，上限 8192）；记录能容纳的最大批大小（max_batch"
-"）及其峰值显存。探测过的批大小写入用例备注。仅 GPU；smoke 套件运行一个很小的、有上限的搜索"
-        "，记录的上限只是下界。"
-    ),
 )

@@ -42,20 +42,8 @@ def run(params: Mapping[str, Any], ctx: Any) -> None:
     ctx.time(fn)
 
 
-WORKLOAD = Workload(
-    name="memory",
-    family="basic",
-    title="Memory bandwidth: clone and broadcast add",
-    method=(
-        "`x.clone()` of a float32 vector, and `torch.add(x, row, out=y)` of a (n/1024)x1024 matrix and a broadcast row, "
-        "from 1M to 256M elements. Timed in calibrated blocks; GB/s is derived from 2·4·n bytes per call "
-        "(each element read once and written once), the way a copy's bandwidth is counted."
-    ),
-    title_zh="显存带宽：拷贝与广播加法",
-    method_zh=(
-        "对 float32 向量执行 `x.clone()`，以及 (n/1024)×1024 矩阵与广播行向量的 `torch.add(x, row, out=y)`，元素数从 1M 到 256M。"
-        "按块计时；带宽按每次调用 2·4·n 字节（每个元素读一次、写一次）换算为 GB/s。"
-    ),
+WORKLOAD = Workload.described(
+    "memory",
     cases=cases,
     run=run,
     timeout_s=300,

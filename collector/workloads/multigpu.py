@@ -284,49 +284,10 @@ def run_ddp(params: Mapping[str, Any], ctx: Any, *, script: Path | None = None, 
         ctx.record("peak_reserved", [result["peak_reserved"]])
 
 
-WORKLOAD = Workload(
-    name="multigpu",
-    family="multigpu",
-    title="Multi-GPU training scaling: DataParallel and DDP",
-    method=(
-        "ResNet-50 (224x224, FP32, channels_last, SGD with momentum) trains on a synthetic batch of "
-        "64 images per replica, so the global batch grows with the replica count (weak scaling). DDP "
-        "cases start `python -m torch.distributed.run --nproc_per_node k` (torchrun) as a subprocess "
-        "for k = 1, 2, 4, ... up to the GPU count (1 and the GPU count in the quick suite; none there"
-        " on a single GPU): each process drives one GPU through DistributedDataParallel with NCCL "
-        "(gloo and a tiny CNN on the CPU, with the cores split between the processes). Rank 0 times "
-        "each whole step after warm-up with the host clock after a device synchronisation; after each"
-        " step it broadcasts whether to stop (outside the timed region) so that every rank runs the "
-        "same steps, and returns its step times and peak memory through a file. Multi-node runs "
-        "(`collector run --nnodes N --rdzv-endpoint HOST:PORT` on every node) add cases with `nodes=N`"
-        ": each node starts torchrun with a c10d rendezvous of its own per case, the node that holds "
-        "rank 0 records the case's step time, and every other node records the same steps as seen "
-        "by its first rank as `wall_time`, with its own fingerprint; a process group that loses a "
-        "peer fails the case on every node within 300 s and the run goes on. With two or "
-        "more GPUs, nn.DataParallel cases (as in the published write-ups) time the same step in the worker process,"
-        " the batch split over k GPUs. The global batch is stored as the work, so throughput and the "
-        "scaling efficiency (throughput at k over k times throughput at 1) are derived at report "
-        "time. The cases run in one worker process: each starts k processes of its own."
-    ),
+WORKLOAD = Workload.described(
+    "multigpu",
     cases=cases,
     run=run,
     timeout_s=900.0,
     max_processes=1,  # each case starts k processes through torchrun: a one-off measurement
-    title_zh="多 GPU 训练扩展：DataParallel 与 DDP",
-    method_zh=(
-        "ResNet-50（224x224，FP32，channels_last，带动量的 SGD）在每个副"
-        "本 64 张的合成批次上训练，全局批大小随副本数增长（弱扩展）。DDP 用例以子进程方式启动 `python"
-        " -m torch.distributed.run --nproc_per_node k`（torchrun"
-        "），k = 1、2、4……直到 GPU 数（quick 套件只测 1 和 GPU 数；单 GPU 时"
-        " quick 不测）：每个进程通过 DistributedDataParallel 驱动一块 GPU"
-        "，通信用 NCCL（CPU 上用 gloo 和一个很小的 CNN，CPU 核在进程间平分）。rank"
-        " 0 在预热后于设备同步后用主机时钟为每个完整训练步计时；每步之后它广播是否停止（不计入计时），使所"
-        "有 rank 运行相同的步数，并通过文件返回步时间与峰值显存。多节点运行（每个节点执行 `collector run --nnodes N"
-        " --rdzv-endpoint HOST:PORT`）增加 `nodes=N` 的用例：每个节点为每个用例以独立的 c10d 会合启动 torchrun，"
-        "持有 rank 0 的节点记录该用例的步时间，其他节点把其第一个 rank 看到的同一批步记录为 `wall_time`，并附上各自的"
-        "环境指纹；进程组失去对端时，该用例在每个节点上于 300 秒内记为失败，运行继续。两块及以上 GPU 时，nn.DataParallel 用例（与种子"
-        "文章相同）在工作进程内为同样的训练步计时，批次拆分到 k 块 GPU 上。全局批大小作为工作量保存，"
-        "因此吞吐与扩展效率（k 个副本的吞吐除以 k 倍单副本吞吐）在生成报告时推导。这些用例只在一个工作进"
-        "程中运行：每个用例自己启动 k 个进程。"
-    ),
 )

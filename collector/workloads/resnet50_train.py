@@ -117,44 +117,9 @@ def run(params: Mapping[str, Any], ctx: Any) -> None:
         training.close()
 
 
-WORKLOAD = Workload(
-    name="resnet50_train",
-    family="training",
-    title="ResNet-50 training step (CIFAR-10 and ImageNet shapes)",
-    method=(
-        "torchvision's ResNet-50 is built from code with random weights (weights=None; nothing is "
-        "downloaded) and trained with SGD (lr 0.001, momentum 0.9) and cross-entropy in FP32, as in "
-        "the seed articles. Synthetic batches of CIFAR-10 shape (3x32x32, 10 classes, batch 128) and,"
-        " on GPUs, ImageNet shape (3x224x224, 1000 classes, batch 256) are created once on the "
-        "device; the real-CIFAR-10 case reads torchvision's CIFAR10 from --data-dir (never "
-        "downloaded; skipped when absent) through a DataLoader with ToTensor and Normalize, so its "
-        "step includes waiting for the next batch. On GPUs model and inputs use the channels_last "
-        "layout, which tensor cores need (the H200 reference's 3,100 img/s); the standard suite adds "
-        "the NCHW layout of the published write-ups' code. cuDNN's autotuner stays at its default (off). After "
-        "warm-up steps (5 on a GPU) every whole step (zero_grad, forward, loss, backward, optimizer "
-        "step) is timed on its own with the host clock after a device synchronisation, until the 95% "
-        "CI of the median is narrow or the suite's time budget is spent. Peak allocated and reserved "
-        "GPU memory over the steps are recorded. Images per step are stored as the work, so images/s "
-        "and the time of a 50,000-image CIFAR-10 epoch are derived at report time. The CPU suites use"
-        " smaller batches (named in the parameters)."
-    ),
+WORKLOAD = Workload.described(
+    "resnet50_train",
     cases=cases,
     run=run,
     timeout_s=600.0,
-    title_zh="ResNet-50 训练步（CIFAR-10 与 ImageNet 尺寸）",
-    method_zh=(
-        "用 torchvision 从代码构建 ResNet-50（weights=None，随机权重，从不"
-        "下载），以 FP32、SGD（lr 0.001，momentum 0.9）和交叉熵训练，与种子文章一"
-        "致。合成批次有 CIFAR-10 尺寸（3x32x32，10 类，批大小 128）以及 GPU 上的"
-        " ImageNet 尺寸（3x224x224，1000 类，批大小 256），只在设备上生成一次；真"
-        "实 CIFAR-10 用例从 --data-dir 读取 torchvision 格式的 CIFAR10"
-        "（从不下载，缺失时跳过），经 DataLoader（ToTensor、Normalize）加载，因此"
-        "其训练步包含等待下一批数据的时间。GPU 上模型与输入采用张量核心所需的 channels_last"
-        " 布局（H200 参考数据的 3,100 张/秒即如此）；standard 套件另加种子代码所用的 "
-        "NCHW 布局。cuDNN 自动调优保持默认（关闭）。预热（GPU 上 5 步）之后，每个完整训练步"
-        "（zero_grad、前向、损失、反向、优化器更新）在设备同步后用主机时钟单独计时，直到中位数的 95%"
-        " 置信区间足够窄或用完套件的时间预算。同时记录 GPU 峰值已分配与已保留显存。每步的图像数作为工作"
-        "量保存，图像/秒和 50,000 张图像的 CIFAR-10 单 epoch 时间在生成报告时推导。"
-        "CPU 套件使用更小的批大小（写在参数里）。"
-    ),
 )

@@ -991,8 +991,7 @@ def _timing_confounder(archive: Archive, sides: Mapping[str, Archive]) -> tuple[
 
 
 def _method(sides: Mapping[str, Archive], fps: Mapping[str, Mapping[tuple[str, str], list[str]]], c: Comparison) -> Method:
-    from collector.suites import SUITES
-    from collector.timing import TimingPolicy
+    from runformat.policy import SUITE_POLICIES, TimingPolicy
 
     def units(a: Archive) -> int:
         ok = a.cases[a.cases["status"] == "ok"]
@@ -1013,7 +1012,7 @@ def _method(sides: Mapping[str, Archive], fps: Mapping[str, Mapping[tuple[str, s
         except (ValueError, TypeError):
             continue
     if not policies:
-        policies = [(name, SUITES[name].policy) for name in suites if name in SUITES]
+        policies = [(name, SUITE_POLICIES[name]) for name in suites if name in SUITE_POLICIES]
     return Method(
         baseline_units=units(sides["baseline"]), candidate_units=units(sides["candidate"]),
         suites=", ".join(suites) or "?", timers=tuple(timers),

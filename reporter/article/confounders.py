@@ -31,8 +31,7 @@ from typing import Any, Iterable, Mapping
 import numpy as np
 import pandas as pd
 
-from collector.gpustate import THROTTLE_REASONS
-from runformat.vocabulary import Note, NoteCode
+from runformat.vocabulary import THROTTLE_REASONS, Note, NoteCode
 
 CLOCK_TOLERANCE = 0.02  # SM clocks differing by more than 2% between sides
 # A confounder is widespread (named in the headline) when it touches at least this share

@@ -1339,11 +1339,9 @@ def _count_distinct(groups: np.ndarray, values: np.ndarray, n_groups: int) -> np
 
 
 def _registry_families() -> dict[str, str]:
-    try:
-        from collector.workloads import registry
-    except ImportError:  # a reporter installed without the collector's workloads
-        return {}
-    return {name: w.family for name, w in registry().items()}
+    from runformat.workloads import WORKLOADS
+
+    return {name: w.family for name, w in WORKLOADS.items()}
 
 
 def _with_case_info(df: pd.DataFrame, cases: pd.DataFrame, *, work: bool = False, by_run: bool = False) -> pd.DataFrame:

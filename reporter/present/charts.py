@@ -43,6 +43,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
+from runformat.workloads import WORKLOADS
+
 WIDTH = 560
 PADDING = 5  # Vega's own padding around a chart, in pixels
 # The charts' text: laid out with vl-convert's Liberation Sans (``chart_fonts``), and drawn by
@@ -712,13 +714,8 @@ def _chart_characters() -> str:
     found: set[str] = {chr(c) for lo, hi in KEPT_BLOCKS for c in range(lo, hi + 1)}
     for catalog in sorted(I18N_DIR.glob("*.toml")):
         found.update(catalog.read_text(encoding="utf-8"))
-    try:
-        from collector.workloads import registry
-
-        for w in registry().values():
-            found.update(f"{w.title}{w.title_zh}")
-    except Exception:  # noqa: BLE001 (the catalogs alone: a missing character is still measured right, more slowly)
-        pass
+    for w in WORKLOADS.values():
+        found.update(f"{w.title}{w.title_zh}")
     return "".join(sorted(c for c in found if ord(c) > 0x7F and not unicodedata.category(c).startswith("C")))
 
 

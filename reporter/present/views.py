@@ -13,6 +13,7 @@ from typing import Any, Mapping
 from markupsafe import Markup
 
 from runformat.vocabulary import OTHER_FAMILY, NoteCode, Verdict
+from runformat.workloads import WORKLOADS, WorkloadInfo
 from reporter.article.data import ArticleData, Block, CaseRow, ChartData, DerivedTable
 from reporter.present.charts import chart_lines, chart_ratios
 from reporter.article.paths import relpath
@@ -50,32 +51,9 @@ class Link:
     href: str
 
 
-@dataclass(frozen=True)
-class WorkloadInfo:
-    """What the site needs from the workload registry (torch-free)."""
-
-    name: str
-    family: str
-    title: str
-    method: str
-    title_zh: str = ""
-    method_zh: str = ""
-
-    def title_in(self, lang: str) -> str:
-        return (self.title_zh if lang == "zh" else "") or self.title
-
-    def method_in(self, lang: str) -> str:
-        return (self.method_zh if lang == "zh" else "") or self.method
-
-
 def load_workloads() -> dict[str, WorkloadInfo]:
-    """The collector's workload registry as ``WorkloadInfo`` (importing it needs no torch)."""
-    from collector.workloads import registry
-
-    return {
-        name: WorkloadInfo(w.name, w.family, w.title, w.method, w.title_zh, w.method_zh)
-        for name, w in registry().items()
-    }
+    """Every workload's description, from the run format's table (``runformat.workloads``)."""
+    return dict(WORKLOADS)
 
 
 def family_of(workload: str, workloads: Mapping[str, WorkloadInfo]) -> str:
