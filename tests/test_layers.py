@@ -1,4 +1,5 @@
-"""The reporter's rooms by stage: a stage imports only the stages below it, and no module imports itself back.
+"""The reporter's rooms by stage: a stage imports only the stages below it, no module imports itself back,
+and no function of a stage is longer than a reader can hold (``MAX_FUNCTION_LINES``).
 
 Stages, lowest first: the shared run format; the reporter's base (its error type and option types);
 ``data``; ``model``; ``article``; ``present``; ``site``; the command line. The collector and the reporter
@@ -17,15 +18,14 @@ STAGES = ["runformat", "reporter.errors", "reporter.options", "reporter.data", "
 
 
 # Crossings still left, each a step of the redesign still to take: the article translates while it
-# computes (its labels and messages), and a row's English note text is written in the model. The
-# list may only shrink: a new crossing fails, and so does a listed one that is gone (take it off the
-# list). The reporter reads the workloads' descriptions, the suites' timing policies and the GPU's
-# throttle reasons from the run format, as the collector does: none crosses to the collector.
+# computes (its labels and messages). The list may only shrink: a new crossing fails, and so does a
+# listed one that is gone (take it off the list). The reporter reads the workloads' descriptions, the
+# suites' timing policies and the GPU's throttle reasons from the run format, as the collector does:
+# none crosses to the collector.
 KNOWN_UPWARD = {
     "reporter.article.compute -> reporter.present.labels",
     "reporter.article.compute -> reporter.present.messages",
     "reporter.article.config -> reporter.present.messages",
-    "reporter.model.compare -> reporter.present.notes",
 }
 KNOWN_CROSSING: set[str] = set()
 
@@ -131,3 +131,36 @@ def _parent_packages_removed(graph: dict[str, set[str]]) -> dict[str, set[str]]:
 @pytest.mark.parametrize("packages", [("runformat", "reporter"), ("runformat", "collector")])
 def test_no_import_circles(packages):
     assert _cycles(_parent_packages_removed(_graph(packages))) == []
+
+
+# A function longer than this does more than one job: split it into pieces named for theirs.
+MAX_FUNCTION_LINES = 80
+
+
+def _long_functions(package: str, root: Path = ROOT) -> list[str]:
+    """``path:function (lines)`` for every function of ``package`` (methods and nested ones too)
+    longer than ``MAX_FUNCTION_LINES``, from its ``def`` line to its last, docstring included."""
+    found = []
+    for path in sorted((root / package.replace(".", "/")).rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                lines = node.end_lineno - node.lineno + 1
+                if lines > MAX_FUNCTION_LINES:
+                    found.append(f"{path.relative_to(root).as_posix()}:{node.name} ({lines} lines)")
+    return found
+
+
+def test_the_long_function_check_finds_a_long_method(tmp_path):
+    (tmp_path / "pkg").mkdir()
+    body = "".join(f"        x{i} = {i}\n" for i in range(MAX_FUNCTION_LINES - 1))
+    (tmp_path / "pkg" / "mod.py").write_text(
+        f"def short():\n    return 1\n\n\nclass A:\n    def fits(self):\n{body}\n    def long(self):\n{body}        return 0\n"
+    )
+    assert _long_functions("pkg", tmp_path) == [f"pkg/mod.py:long ({MAX_FUNCTION_LINES + 1} lines)"]
+
+
+# Stages that keep every function within MAX_FUNCTION_LINES; the others are to follow.
+@pytest.mark.parametrize("package", ["reporter.model"])
+def test_no_function_of_a_stage_is_over_the_limit(package):
+    too_long = _long_functions(package)
+    assert too_long == [], "split into pieces that each do one job:\n" + "\n".join(too_long)

@@ -21,8 +21,8 @@ The contract of ``compare_labels`` (what pages and the CLI build on):
 * ``ratio``, ``ci_low``, ``ci_high`` (> 1: the candidate is better), ``p_value``,
   ``p_adjusted`` (Benjamini–Hochberg over the article's tested rows by default);
 * ``verdict`` (a ``runformat.vocabulary.Verdict`` value), ``notes`` (a tuple of
-  ``runformat.vocabulary.Note``), ``note`` (their English text joined by "; "),
-  ``analysis`` (an ``Analysis`` value);
+  ``runformat.vocabulary.Note``: codes and numbers, whose text the present stage writes,
+  ``reporter.present.notes``), ``analysis`` (an ``Analysis`` value);
 * ``mde``: the smallest relative change the row could detect at 80% power, a fraction
   (``reporter.model.stats.compute_mde``); ``processes_needed``: processes per side (rounds when
   paired) for the MDE to reach ±2% at the current number of runs, or, for a row with too
@@ -61,7 +61,6 @@ from runformat.schema import BETTER_HIGHER, BETTER_LOWER
 from runformat.vocabulary import Analysis, Note, NoteCode, Verdict
 from reporter.errors import ReporterError
 from reporter.data.load import Archive, Problem, _rows_of
-from reporter.present.notes import note_text
 from reporter.data.summary_cache import Rows, label_key
 from reporter.model.stats import (
     MIN_UNITS,
@@ -71,6 +70,7 @@ from reporter.model.stats import (
     RESOLVE,
     VERDICTS,
     Geomean,
+    HierarchicalTests,
     OneWay,
     adjust_pvalues,
     compute_pooled_summaries,
@@ -582,6 +582,54 @@ def compare_labels(
     Raises ``ReporterError`` for an unknown label or run, a selector that picks the
     same runs on both sides, a bad option value, or no (case, metric) on both sides.
     """
+    equivalence = _checked_options(noise, single_band, correction, alpha, equivalence)
+    sides = _selected_sides(archive, baseline, candidate)
+    ub, uc = _ranked(sides["baseline"]), _ranked(sides["candidate"])
+    keys, unmatched = _matched_keys(ub, uc, baseline, candidate)
+    pairs = _run_pairs(archive, sides["baseline"], sides["candidate"])
+    lenders = _Lenders(archive, sides)
+    rows = _compare_rows(
+        lenders, sides, ub, uc, keys, pairs, noise=noise, single_band=single_band, correction=correction,
+        alpha=alpha, confidence=confidence, moderate=moderate, equivalence=equivalence,
+    )
+    metric, geomean, geomeans = _geomeans(lenders, sides, ub, uc, rows, pairs, noise=noise, alpha=alpha,
+                                          confidence=confidence, equivalence=equivalence)
+    return Comparison(
+        baseline=baseline,
+        candidate=candidate,
+        rows=rows.drop(columns=["_run_level", "_runs_needed"]),
+        geomean=geomean,
+        geomeans=geomeans,
+        geomean_metric=metric,
+        unmatched=unmatched,
+        noise=noise,
+        single_band=single_band,
+        correction=correction,
+        alpha=alpha,
+        analysis=(Analysis.PAIRED if pairs else Analysis.HIERARCHICAL).value,
+        **_overall(rows, paired=bool(pairs)),
+        problems=list(archive.problems),
+        borrowed_on=tuple(sorted(lenders.devices)) if lenders.used else (),
+        equivalence=equivalence,
+    )
+
+
+def _overall(rows: pd.DataFrame, *, paired: bool) -> dict[str, Any]:
+    """The comparison's figures over its rows: the count of each verdict and, over the tested rows,
+    whether every CI holds run-to-run variation, the median MDE and the replicate advice."""
+    tested = rows["analysis"].isin([Analysis.PAIRED.value, Analysis.HIERARCHICAL.value]) & rows["p_value"].notna()
+    counts = Counter(rows["verdict"])
+    return {
+        "counts": {v: counts.get(v, 0) for v in VERDICTS},
+        "run_level_covered": bool(tested.any() and rows.loc[tested, "_run_level"].isin(["replicated", "borrowed"]).all()),
+        "mde": float(np.nanmedian(rows.loc[tested, "mde"])) if tested.any() else float("nan"),
+        "advice": _advice(rows[tested], paired=paired),
+    }
+
+
+def _checked_options(noise: float, single_band: float, correction: str, alpha: float, equivalence: float | None) -> float:
+    """The equivalence band (by default the larger of ``EQUIVALENCE`` and ``noise``); ``ReporterError``
+    for an option out of its range."""
     if correction not in ("holm", "bh"):
         raise ReporterError(f"correction must be 'holm' or 'bh', not {correction!r}")
     equivalence = max(EQUIVALENCE, noise) if equivalence is None else equivalence
@@ -590,6 +638,11 @@ def compare_labels(
             raise ReporterError(f"{name} must be a fraction in [0, 1), not {value!r}")
     if not (0 < alpha < 1):
         raise ReporterError(f"alpha must lie in (0, 1), not {alpha!r}")
+    return equivalence
+
+
+def _selected_sides(archive: Archive, baseline: str, candidate: str) -> dict[str, Archive]:
+    """The runs each selector picks; ``ReporterError`` where the two share a run."""
     sides = {"baseline": archive.select(baseline), "candidate": archive.select(candidate)}
     b_ids = set(sides["baseline"].runs["run_id"].astype(str))
     c_ids = set(sides["candidate"].runs["run_id"].astype(str))
@@ -598,7 +651,14 @@ def compare_labels(
             f"baseline {baseline!r} and candidate {candidate!r} share run(s) {', '.join(sorted(b_ids & c_ids))}; "
             "compare two labels, or two runs with LABEL@RUN_ID"
         )
-    ub, uc = _ranked(sides["baseline"]), _ranked(sides["candidate"])
+    return sides
+
+
+def _matched_keys(
+    ub: pd.DataFrame, uc: pd.DataFrame, baseline: str, candidate: str
+) -> tuple[list[tuple[str, str]], list[tuple[str, str, str]]]:
+    """The (case, metric) pairs both sides measured, sorted, and (case, metric, side) of those only one
+    side did; ``ReporterError`` when none is on both."""
     kb = set(zip(ub["case_id"].tolist(), ub["metric"].tolist()))
     kc = set(zip(uc["case_id"].tolist(), uc["metric"].tolist()))
     unmatched = sorted([(c, m, "baseline") for c, m in kb - kc] + [(c, m, "candidate") for c, m in kc - kb])
@@ -608,42 +668,7 @@ def compare_labels(
             f"no case measured on both {baseline!r} and {candidate!r}"
             + (f" ({len(unmatched)} case/metric pair(s) on one side only)" if unmatched else "")
         )
-    pairs = _run_pairs(archive, sides["baseline"], sides["candidate"])
-    lenders = _Lenders(archive, sides)
-    rows = _compare_rows(
-        lenders, sides, ub, uc, keys, pairs, noise=noise, single_band=single_band, correction=correction,
-        alpha=alpha, confidence=confidence, moderate=moderate, equivalence=equivalence,
-    )
-    rows = _with_case_info(rows, pd.concat([sides["baseline"].cases, sides["candidate"].cases]), work=True)
-    rows = rows.sort_values(["workload", "case_id", "metric"], kind="stable").reset_index(drop=True)
-    metric = GEOMEAN_METRIC if (rows["metric"] == GEOMEAN_METRIC).any() else None
-    geomean, geomeans = _geomeans(
-        lenders, sides, ub, uc, rows, metric, pairs, noise=noise, alpha=alpha, confidence=confidence,
-        equivalence=equivalence,
-    )
-    tested = rows["analysis"].isin([Analysis.PAIRED.value, Analysis.HIERARCHICAL.value]) & rows["p_value"].notna()
-    counts = Counter(rows["verdict"])
-    return Comparison(
-        baseline=baseline,
-        candidate=candidate,
-        rows=rows.drop(columns=["_run_level", "_runs_needed"]),
-        geomean=geomean,
-        geomeans=geomeans,
-        geomean_metric=metric,
-        unmatched=unmatched,
-        counts={v: counts.get(v, 0) for v in VERDICTS},
-        noise=noise,
-        single_band=single_band,
-        correction=correction,
-        alpha=alpha,
-        analysis=(Analysis.PAIRED if pairs else Analysis.HIERARCHICAL).value,
-        run_level_covered=bool(tested.any() and rows.loc[tested, "_run_level"].isin(["replicated", "borrowed"]).all()),
-        mde=float(np.nanmedian(rows.loc[tested, "mde"])) if tested.any() else float("nan"),
-        advice=_advice(rows[tested], paired=bool(pairs)),
-        problems=list(archive.problems),
-        borrowed_on=tuple(sorted(lenders.devices)) if lenders.used else (),
-        equivalence=equivalence,
-    )
+    return keys, unmatched
 
 
 def _run_pairs(archive: Archive, b: Archive, c: Archive) -> list[tuple[str, str]] | None:
@@ -869,6 +894,90 @@ def _pool_run_variance(
     return var, df, n_runs, labels
 
 
+@dataclass(frozen=True)
+class _RowFacts:
+    """The rows before any model: per side (``b``, ``c``) the samples, extremes, units, runs and
+    pooled median of each row; each row's ``unit`` and ``better`` (``info``) and whether higher is
+    better; which rows are ``deterministic`` (one value a side), have a ``nonpositive`` value that
+    varies (no ratio), or are ``testable``."""
+
+    b: pd.DataFrame
+    c: pd.DataFrame
+    info: pd.DataFrame
+    higher: np.ndarray
+    deterministic: np.ndarray
+    nonpositive: np.ndarray
+    testable: np.ndarray
+
+
+@dataclass(frozen=True)
+class _Layout:
+    """The units that enter the rows' tests, as ``_moderated`` takes them: ``arrays`` (values, rows,
+    sides, runs, units) of both sides; ``spread`` and ``spread_rows``, the units' sampling variances
+    for the trend covariate; ``paired``, the per-round differences (values, rows, run pairs, rounds)
+    of an interleaved recording, else None."""
+
+    arrays: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+    spread: np.ndarray
+    spread_rows: np.ndarray
+    paired: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None
+
+
+@dataclass(frozen=True)
+class _Fit:
+    """The rows' model: the two-sided layout ``ind`` with its within-run mean square (for the per-side
+    CIs, with the run component ``side_run_var``); the layout the test ran on (``test_ow``: the paired
+    differences, or ``ind``) with its within-run mean square ``within``; the ``tests``; the prior df
+    and variance of the within-run part (to plan rows with too few units); the runs lent to each row
+    and their labels."""
+
+    ind: OneWay
+    ind_within: tuple[np.ndarray, np.ndarray]
+    side_run_var: np.ndarray
+    test_ow: OneWay
+    within: tuple[np.ndarray, np.ndarray]
+    tests: HierarchicalTests
+    prior_df: float
+    prior: np.ndarray | None
+    lent_runs: np.ndarray
+    lender_labels: list[tuple[str, ...]]
+
+
+@dataclass(frozen=True)
+class _Calls:
+    """The rows' tests after correction: which were ``tested`` and which have ``too_few`` units; the
+    ratio, its CI as shown (at ``level``, above the nominal one where ``adjusted``), p and corrected
+    p; and the planning figures: ``mde``, ``processes_needed`` and ``runs_needed``."""
+
+    tested: np.ndarray
+    too_few: np.ndarray
+    ratio: np.ndarray
+    ci_low: np.ndarray
+    ci_high: np.ndarray
+    p: np.ndarray
+    p_adjusted: np.ndarray
+    level: np.ndarray
+    adjusted: np.ndarray
+    mde: np.ndarray
+    processes_needed: np.ndarray
+    runs_needed: np.ndarray
+
+
+@dataclass(frozen=True)
+class _Shown:
+    """Per row, what it says: verdict, analysis and notes, and the ratio, CI and side values shown
+    (the model's, or a deterministic row's values)."""
+
+    verdicts: list[str]
+    analyses: list[str]
+    notes: list[tuple[Note, ...]]
+    ratio: np.ndarray
+    ci_low: np.ndarray
+    ci_high: np.ndarray
+    baseline_value: np.ndarray
+    candidate_value: np.ndarray
+
+
 def _compare_rows(
     lenders: _Lenders,
     sides: dict[str, Archive],
@@ -885,15 +994,32 @@ def _compare_rows(
     moderate: bool,
     equivalence: float,
 ) -> pd.DataFrame:
-    """The statistics of every matched (case, metric)."""
-    n = len(keys)
+    """The rows of the comparison: the statistics of every matched (case, metric), with its case's
+    workload, family, params and work, sorted by workload, case and metric."""
     code_of = {k: i for i, k in enumerate(keys)}
     for u in (ub, uc):
         u["row"] = [code_of.get(k, -1) for k in zip(u["case_id"].tolist(), u["metric"].tolist())]
     ub, uc = ub[ub["row"] >= 0], uc[uc["row"] >= 0]
+    facts = _row_facts(sides, ub, uc, keys)
+    if pairs:
+        layout = _paired_layout(ub, uc, pairs, facts.testable)
+    else:
+        layout = _independent_layout(ub, uc, facts.testable)
+    fit = _fit_rows(layout, facts, lenders, code_of, moderate=moderate, confidence=confidence)
+    side_ci = _side_cis(fit, facts.testable, confidence)
+    calls = _corrected_calls(fit, facts.testable, paired=bool(pairs), noise=noise, correction=correction, alpha=alpha,
+                             confidence=confidence)
+    shown = _shown(facts, fit, calls, (side_ci["baseline"][0], side_ci["candidate"][0]), paired=bool(pairs),
+                   noise=noise, single_band=single_band, alpha=alpha, equivalence=equivalence)
+    rows = _with_case_info(_rows_frame(keys, facts, fit, side_ci, calls, shown),
+                           pd.concat([sides["baseline"].cases, sides["candidate"].cases]), work=True)
+    return rows.sort_values(["workload", "case_id", "metric"], kind="stable").reset_index(drop=True)
+
+
+def _row_facts(sides: dict[str, Archive], ub: pd.DataFrame, uc: pd.DataFrame, keys: list[tuple[str, str]]) -> _RowFacts:
+    """Raw facts per side (samples, extremes, pooled median, runs) and what kind of row each is."""
+    n = len(keys)
     info = pd.concat([ub, uc]).groupby("row")[["unit", "better"]].first().reindex(range(n))
-    higher = (info["better"] == BETTER_HIGHER).to_numpy()
-    # Raw facts per side: samples, extremes, pooled median, runs.
     facts = {}
     for name, u, side in (("b", ub, sides["baseline"]), ("c", uc, sides["candidate"])):
         g = u.groupby("row")
@@ -915,44 +1041,58 @@ def _compare_rows(
     single_draw = (info["unit"].isin(MEASURED_UNITS) & ((fb["n_samples"] < 2) | (fc["n_samples"] < 2))).to_numpy()
     deterministic = ((fb["vmin"] == fb["vmax"]) & (fc["vmin"] == fc["vmax"])).to_numpy() & ~single_draw
     nonpositive = ((fb["umin"] <= 0) | (fc["umin"] <= 0) | (fb["vmin"] <= 0) | (fc["vmin"] <= 0)).to_numpy() & ~deterministic
-    testable = ~deterministic & ~nonpositive
+    return _RowFacts(b=fb, c=fc, info=info, higher=(info["better"] == BETTER_HIGHER).to_numpy(),
+                     deterministic=deterministic, nonpositive=nonpositive, testable=~deterministic & ~nonpositive)
 
-    # The units that enter: all of them, or those with a partner in their round when paired.
+
+def _paired_layout(ub: pd.DataFrame, uc: pd.DataFrame, pairs: list[tuple[str, str]], testable: np.ndarray) -> _Layout:
+    """The units of an interleaved recording that have a partner in their round, and their differences."""
+    pair_of_b = {b: i for i, (b, _) in enumerate(pairs)}
+    pair_of_c = {c: i for i, (_, c) in enumerate(pairs)}
+    left = ub.assign(pair=ub["run_id"].map(pair_of_b))
+    right = uc.assign(pair=uc["run_id"].map(pair_of_c))
+    both = left.merge(right, on=["row", "pair", "round"], suffixes=("_b", "_c"))
+    both = both[testable[both["row"].to_numpy()]]
+    rows_arr = both["row"].to_numpy(np.int64)
+    yb = np.log(both["median_b"].to_numpy(np.float64))
+    yc = np.log(both["median_c"].to_numpy(np.float64))
+    grp = both["pair"].to_numpy(np.int64)
+    rnd = _codes(both["pair"], both["round"])
+    arrays = (np.r_[yb, yc], np.r_[rows_arr, rows_arr], np.r_[np.zeros_like(rows_arr), np.ones_like(rows_arr)],
+              np.r_[grp, grp], np.r_[rnd, rnd + rnd.max() + 1] if rnd.size else np.r_[rnd, rnd])
+    return _Layout(arrays=arrays, spread=np.r_[both["spread_b"].to_numpy(), both["spread_c"].to_numpy()],
+                   spread_rows=np.r_[rows_arr, rows_arr], paired=(yc - yb, rows_arr, grp, rnd))
+
+
+def _independent_layout(ub: pd.DataFrame, uc: pd.DataFrame, testable: np.ndarray) -> _Layout:
+    """Every unit of the testable rows: the log medians of each side, grouped by run."""
+    parts = []
+    for s, u in ((0, ub), (1, uc)):
+        u = u[testable[u["row"].to_numpy()]]
+        parts.append((u["row"].to_numpy(np.int64), np.full(len(u), s), pd.factorize(u["run_id"])[0],
+                      np.log(u["median"].to_numpy(np.float64)), u["spread"].to_numpy(),
+                      _codes(u["run_id"], u["process"])))
+    rows_arr = np.r_[parts[0][0], parts[1][0]]
+    arrays = (np.r_[parts[0][3], parts[1][3]], rows_arr, np.r_[parts[0][1], parts[1][1]],
+              np.r_[parts[0][2], parts[1][2]], np.r_[parts[0][5], parts[1][5] + len(parts[0][5])])
+    return _Layout(arrays=arrays, spread=np.r_[parts[0][4], parts[1][4]], spread_rows=rows_arr, paired=None)
+
+
+def _fit_rows(
+    layout: _Layout, facts: _RowFacts, lenders: _Lenders, code_of: dict[tuple[str, str], int], *, moderate: bool,
+    confidence: float,
+) -> _Fit:
+    """The moderated one-way layouts and the hierarchical tests, borrowing run-level variance for
+    one-run sides (``_pool_run_variance``) where the sides are not paired."""
+    n, higher, testable = len(code_of), facts.higher, facts.testable
     sign = np.where(higher, 1.0, -1.0)
-    if pairs:
-        pair_of_b = {b: i for i, (b, _) in enumerate(pairs)}
-        pair_of_c = {c: i for i, (_, c) in enumerate(pairs)}
-        left = ub.assign(pair=ub["run_id"].map(pair_of_b))
-        right = uc.assign(pair=uc["run_id"].map(pair_of_c))
-        both = left.merge(right, on=["row", "pair", "round"], suffixes=("_b", "_c"))
-        both = both[testable[both["row"].to_numpy()]]
-        rows_arr = both["row"].to_numpy(np.int64)
-        yb = np.log(both["median_b"].to_numpy(np.float64))
-        yc = np.log(both["median_c"].to_numpy(np.float64))
-        grp = both["pair"].to_numpy(np.int64)
-        rnd = _codes(both["pair"], both["round"])
-        ind_arrays = (np.r_[yb, yc], np.r_[rows_arr, rows_arr], np.r_[np.zeros_like(rows_arr), np.ones_like(rows_arr)],
-                      np.r_[grp, grp], np.r_[rnd, rnd + rnd.max() + 1] if rnd.size else np.r_[rnd, rnd])
-        spread = np.r_[both["spread_b"].to_numpy(), both["spread_c"].to_numpy()]
-        spread_rows = np.r_[rows_arr, rows_arr]
-    else:
-        parts = []
-        for s, u in ((0, ub), (1, uc)):
-            u = u[testable[u["row"].to_numpy()]]
-            parts.append((u["row"].to_numpy(np.int64), np.full(len(u), s), pd.factorize(u["run_id"])[0],
-                          np.log(u["median"].to_numpy(np.float64)), u["spread"].to_numpy(),
-                          _codes(u["run_id"], u["process"])))
-        rows_arr = np.r_[parts[0][0], parts[1][0]]
-        ind_arrays = (np.r_[parts[0][3], parts[1][3]], rows_arr, np.r_[parts[0][1], parts[1][1]],
-                      np.r_[parts[0][2], parts[1][2]], np.r_[parts[0][5], parts[1][5] + len(parts[0][5])])
-        spread = np.r_[parts[0][4], parts[1][4]]
-        spread_rows = rows_arr
-    x = _covariate(spread, spread_rows, n)
-    ind, w_ind, b_ind, d0_ind, prior_ind = _moderated(*ind_arrays, sign=sign, n_rows=n, n_sides=2, x=x, moderate=moderate)
-    borrowed_runs = np.zeros(n)
+    x = _covariate(layout.spread, layout.spread_rows, n)
+    ind, w_ind, b_ind, d0_ind, prior_ind = _moderated(*layout.arrays, sign=sign, n_rows=n, n_sides=2, x=x, moderate=moderate)
+    lent_runs = np.zeros(n)
     lender_labels: list[tuple[str, ...]] = [() for _ in range(n)]
-    if pairs:
-        d, w_t, b_t, d0, prior = _moderated(yc - yb, rows_arr, np.zeros_like(rows_arr), grp, rnd, sign=sign, n_rows=n,
+    if layout.paired is not None:
+        diff, rows_arr, grp, rnd = layout.paired
+        d, w_t, b_t, d0, prior = _moderated(diff, rows_arr, np.zeros_like(rows_arr), grp, rnd, sign=sign, n_rows=n,
                                             n_sides=1, x=x, moderate=moderate)
         tests = compute_hierarchical_tests(d, higher_is_better=higher, paired=True, within=w_t, between=b_t,
                                            confidence=confidence)
@@ -960,28 +1100,41 @@ def _compare_rows(
     else:
         borrowed = None
         if (testable & (ind.df_between == 0)).any():
-            var, dfv, borrowed_runs, lender_labels = _pool_run_variance(lenders.pool(), code_of, n, x, moderate, sign)
+            var, dfv, lent_runs, lender_labels = _pool_run_variance(lenders.pool(), code_of, n, x, moderate, sign)
             borrowed = (var, dfv)
         tests = compute_hierarchical_tests(ind, higher_is_better=higher, paired=False, within=w_ind, between=b_ind,
                                            borrowed=borrowed, confidence=confidence)
         w_t, test_ow, d0, prior = w_ind, ind, d0_ind, prior_ind
-
-    # Per-side estimates and their CIs (the same variance components as the ratio).
+    # The per-side CIs take the run-level component of the unpaired layout (the same variance model as the ratio).
     with np.errstate(invalid="ignore", over="ignore"):
-        run_var = np.nan_to_num(tests.run_var) if not pairs else np.nan_to_num(
+        side_run_var = np.nan_to_num(tests.run_var) if layout.paired is None else np.nan_to_num(
             compute_hierarchical_tests(ind, higher_is_better=higher, paired=False, within=w_ind, between=b_ind).run_var)
-        side_ci = {}
+    return _Fit(ind=ind, ind_within=w_ind, side_run_var=side_run_var, test_ow=test_ow, within=w_t, tests=tests,
+                prior_df=d0, prior=prior, lent_runs=lent_runs, lender_labels=lender_labels)
+
+
+def _side_cis(fit: _Fit, testable: np.ndarray, confidence: float) -> dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """Per side: its estimate and CI (NaN with too few units), with the same variance components as the ratio."""
+    ind, w_ind = fit.ind, fit.ind_within
+    side_ci = {}
+    with np.errstate(invalid="ignore", over="ignore"):
         for s, name in ((0, "baseline"), (1, "candidate")):
             R = ind.n_groups[:, s].astype(np.float64)
-            se = np.sqrt((run_var + w_ind[0] * ind.h[:, s]) / R)
+            se = np.sqrt((fit.side_run_var + w_ind[0] * ind.h[:, s]) / R)
             tq = stdtrit(np.minimum(np.where(w_ind[1] > 0, w_ind[1], np.nan), 1e6), 1 - (1 - confidence) / 2)
             m = ind.mean[:, s]
             ok = testable & (ind.n_units[:, s] >= MIN_UNITS)
             side_ci[name] = (np.exp(m), np.where(ok, np.exp(m - tq * se), np.nan), np.where(ok, np.exp(m + tq * se), np.nan))
+    return side_ci
 
-    n_units_b = fb["n_units"].fillna(0).to_numpy(np.int64)
-    n_units_c = fc["n_units"].fillna(0).to_numpy(np.int64)
-    enough = (test_ow.n_units[:, 0] >= MIN_UNITS) & ((test_ow.n_units[:, 1] >= MIN_UNITS) if not pairs else True)
+
+def _corrected_calls(
+    fit: _Fit, testable: np.ndarray, *, paired: bool, noise: float, correction: str, alpha: float, confidence: float
+) -> _Calls:
+    """The corrected p-values, the CI at the level at which it agrees with the corrected test, and
+    the replicates that would resolve ±2%."""
+    tests, test_ow, n = fit.tests, fit.test_ow, len(testable)
+    enough = (test_ow.n_units[:, 0] >= MIN_UNITS) & ((test_ow.n_units[:, 1] >= MIN_UNITS) if not paired else True)
     tested = testable & enough & np.isfinite(tests.p_value)
     too_few = testable & ~enough
     ratio = np.exp(tests.estimate)
@@ -998,108 +1151,146 @@ def _compare_rows(
         hi = np.where(adjusted, np.exp(tests.estimate + half), hi)
     mde = np.where(tested, compute_mde(tests.se, tests.df, noise=noise, alpha=alpha), np.nan)
     runs_now = np.minimum(test_ow.n_groups[:, 0], test_ow.n_groups[:, -1])
-    needed = compute_processes_needed(w_t[0], tests.run_var, tests.df, runs=runs_now, paired=bool(pairs), noise=noise, alpha=alpha)
+    needed = compute_processes_needed(fit.within[0], tests.run_var, tests.df, runs=runs_now, paired=paired, noise=noise,
+                                      alpha=alpha)
     per_run = np.maximum(np.floor(np.minimum(test_ow.n_units[:, 0], test_ow.n_units[:, -1]) / np.maximum(runs_now, 1)), 1)
-    runs_needed = compute_runs_needed(w_t[0], tests.run_var, tests.df, processes_per_run=per_run, paired=bool(pairs),
+    runs_needed = compute_runs_needed(fit.within[0], tests.run_var, tests.df, processes_per_run=per_run, paired=paired,
                                       noise=noise, alpha=alpha)
     if too_few.any():
+        d0 = fit.prior_df
         df_plan = np.full(n, d0 if d0 and np.isfinite(d0) else 1e6)
-        from_prior = compute_processes_needed(prior if prior is not None else np.full(n, np.nan), tests.run_var, df_plan,
-                                              runs=np.ones(n), paired=bool(pairs), noise=noise, alpha=alpha)
+        from_prior = compute_processes_needed(fit.prior if fit.prior is not None else np.full(n, np.nan), tests.run_var,
+                                              df_plan, runs=np.ones(n), paired=paired, noise=noise, alpha=alpha)
         needed = np.where(too_few, np.fmax(np.nan_to_num(from_prior, nan=MIN_UNITS), MIN_UNITS), needed)
-    needed = np.where(tested | too_few, needed, np.nan)
+    return _Calls(tested=tested, too_few=too_few, ratio=ratio, ci_low=lo, ci_high=hi, p=p, p_adjusted=p_adj,
+                  level=level_shown, adjusted=adjusted, mde=mde, processes_needed=np.where(tested | too_few, needed, np.nan),
+                  runs_needed=runs_needed)
 
+
+def _shown(
+    facts: _RowFacts, fit: _Fit, calls: _Calls, values: tuple[np.ndarray, np.ndarray], *, paired: bool, noise: float,
+    single_band: float, alpha: float, equivalence: float,
+) -> _Shown:
+    """Per row: its verdict, analysis and notes, and the ratio, CI and side values it shows."""
     verdicts: list[str] = []
     analyses: list[str] = []
     notes: list[tuple[Note, ...]] = []
-    ratio_out, lo_out, hi_out = ratio.copy(), lo.copy(), hi.copy()
-    bval, cval = side_ci["baseline"][0].copy(), side_ci["candidate"][0].copy()
-    analysis_tested = Analysis.PAIRED if pairs else Analysis.HIERARCHICAL
-    for i in range(n):
+    ratio_out, lo_out, hi_out = calls.ratio.copy(), calls.ci_low.copy(), calls.ci_high.copy()
+    bval, cval = values[0].copy(), values[1].copy()
+    units = fit.test_ow.n_units
+    for i in range(len(facts.higher)):
         rn: list[Note] = []
-        if deterministic[i]:
-            vb, vc = float(fb["vmin"].iat[i]), float(fc["vmin"].iat[i])
-            same = vb == vc
-            verdicts.append((Verdict.UNCHANGED if same else Verdict.CHANGED).value)
-            analyses.append(Analysis.DETERMINISTIC.value)
-            if not same:
-                rn.append(Note.of(NoteCode.VALUE_CHANGED, baseline=vb, candidate=vc))
+        if facts.deterministic[i]:
+            vb, vc = float(facts.b["vmin"].iat[i]), float(facts.c["vmin"].iat[i])
+            verdict, analysis, ratio_out[i] = _fixed_call(vb, vc, higher=bool(facts.higher[i]), notes=rn)
             bval[i], cval[i] = vb, vc
-            if vb > 0 and vc > 0:
-                ratio_out[i] = vc / vb if higher[i] else vb / vc
-            else:
-                ratio_out[i] = 1.0 if same else np.nan
             lo_out[i] = hi_out[i] = np.nan
-        elif nonpositive[i]:
-            verdicts.append(Verdict.NO_RATIO.value)
-            analyses.append(Analysis.ESTIMATE.value)
+        elif facts.nonpositive[i]:
+            verdict, analysis = Verdict.NO_RATIO, Analysis.ESTIMATE
             rn.append(Note.of(NoteCode.NONPOSITIVE))
             ratio_out[i] = lo_out[i] = hi_out[i] = np.nan
-            bval[i], cval[i] = float(fb["median"].iat[i]), float(fc["median"].iat[i])
-        elif too_few[i]:
-            verdicts.append(Verdict.TOO_FEW.value)
-            analyses.append(Analysis.ESTIMATE.value)
-            rn.append(Note.of(NoteCode.TOO_FEW_UNITS, n_baseline=int(test_ow.n_units[i, 0]),
-                              n_candidate=int(test_ow.n_units[i, -1]), needed=int(needed[i])))
+            bval[i], cval[i] = float(facts.b["median"].iat[i]), float(facts.c["median"].iat[i])
+        elif calls.too_few[i]:
+            verdict, analysis = Verdict.TOO_FEW, Analysis.ESTIMATE
+            rn.append(Note.of(NoteCode.TOO_FEW_UNITS, n_baseline=int(units[i, 0]), n_candidate=int(units[i, -1]),
+                              needed=int(calls.processes_needed[i])))
             lo_out[i] = hi_out[i] = np.nan
         else:
-            v = compute_verdict(ratio[i], lo[i], hi[i], p_adj[i], noise=noise, equivalence=equivalence, alpha=alpha)
-            verdicts.append(v.value)
-            analyses.append(analysis_tested.value)
-            if pairs:
-                rn.append(Note.of(NoteCode.PAIRED_ROUNDS, n_pairs=int(test_ow.n_units[i, 0])))
-            level = tests.run_level[i]
-            if level == "none":
-                rn.append(Note.of(NoteCode.RUN_LEVEL_NOT_COVERED, n_baseline_runs=int(fb["n_runs"].iat[i]),
-                                  n_candidate_runs=int(fc["n_runs"].iat[i])))
-            elif level == "borrowed":
-                rn.append(Note.of(NoteCode.RUN_LEVEL_BORROWED, runs=int(borrowed_runs[i])))
-            if adjusted[i]:
-                rn.append(Note.of(NoteCode.ADJUSTED_INTERVAL, level=round(float(level_shown[i]), 4)))
-            significant = np.isfinite(p_adj[i]) and p_adj[i] < alpha
-            if not v.is_call and significant:
-                rn.append(Note.of(NoteCode.WITHIN_NOISE, noise=noise))
-            elif v == Verdict.INCONCLUSIVE and (lo[i] < 1 / (1 + single_band) or hi[i] > 1 + single_band):
-                rn.append(Note.of(NoteCode.TOO_NOISY, band=single_band))
+            verdict = compute_verdict(calls.ratio[i], calls.ci_low[i], calls.ci_high[i], calls.p_adjusted[i], noise=noise,
+                                      equivalence=equivalence, alpha=alpha)
+            analysis = Analysis.PAIRED if paired else Analysis.HIERARCHICAL
+            rn += _tested_notes(i, verdict, facts, fit, calls, paired=paired, noise=noise, single_band=single_band,
+                                alpha=alpha)
+        verdicts.append(verdict.value)
+        analyses.append(analysis.value)
         notes.append(tuple(rn))
+    return _Shown(verdicts=verdicts, analyses=analyses, notes=notes, ratio=ratio_out, ci_low=lo_out, ci_high=hi_out,
+                  baseline_value=bval, candidate_value=cval)
+
+
+def _fixed_call(vb: float, vc: float, *, higher: bool, notes: list[Note]) -> tuple[Verdict, Analysis, float]:
+    """A deterministic row (one value a side): changed or unchanged, and the ratio of its values
+    (1 for two equal values that have none)."""
+    same = vb == vc
+    if not same:
+        notes.append(Note.of(NoteCode.VALUE_CHANGED, baseline=vb, candidate=vc))
+    if vb > 0 and vc > 0:
+        ratio = vc / vb if higher else vb / vc
+    else:
+        ratio = 1.0 if same else np.nan
+    return (Verdict.UNCHANGED if same else Verdict.CHANGED), Analysis.DETERMINISTIC, ratio
+
+
+def _tested_notes(
+    i: int, verdict: Verdict, facts: _RowFacts, fit: _Fit, calls: _Calls, *, paired: bool, noise: float,
+    single_band: float, alpha: float,
+) -> list[Note]:
+    """The notes of tested row ``i``: its pairing, where its run-level variation comes from, an
+    adjusted interval, and a significant change within the noise band or a CI too wide to tell."""
+    out: list[Note] = []
+    if paired:
+        out.append(Note.of(NoteCode.PAIRED_ROUNDS, n_pairs=int(fit.test_ow.n_units[i, 0])))
+    level = fit.tests.run_level[i]
+    if level == "none":
+        out.append(Note.of(NoteCode.RUN_LEVEL_NOT_COVERED, n_baseline_runs=int(facts.b["n_runs"].iat[i]),
+                           n_candidate_runs=int(facts.c["n_runs"].iat[i])))
+    elif level == "borrowed":
+        out.append(Note.of(NoteCode.RUN_LEVEL_BORROWED, runs=int(fit.lent_runs[i])))
+    if calls.adjusted[i]:
+        out.append(Note.of(NoteCode.ADJUSTED_INTERVAL, level=round(float(calls.level[i]), 4)))
+    p_adj, lo, hi = calls.p_adjusted[i], calls.ci_low[i], calls.ci_high[i]
+    significant = np.isfinite(p_adj) and p_adj < alpha
+    if not verdict.is_call and significant:
+        out.append(Note.of(NoteCode.WITHIN_NOISE, noise=noise))
+    elif verdict == Verdict.INCONCLUSIVE and (lo < 1 / (1 + single_band) or hi > 1 + single_band):
+        out.append(Note.of(NoteCode.TOO_NOISY, band=single_band))
+    return out
+
+
+def _rows_frame(
+    keys: list[tuple[str, str]], facts: _RowFacts, fit: _Fit, side_ci: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]],
+    calls: _Calls, shown: _Shown,
+) -> pd.DataFrame:
+    """The rows as the table of the module docstring (plus ``_run_level`` and ``_runs_needed`` for the summary)."""
     idx = pd.DataFrame(keys, columns=["case_id", "metric"])
+    fb, fc, tested, tests = facts.b, facts.c, calls.tested, fit.tests
+    borrowed = tested & (tests.run_level == "borrowed")
     return pd.DataFrame(
         {
             "case_id": idx["case_id"].to_numpy(),
             "metric": idx["metric"].to_numpy(),
-            "unit": info["unit"].astype(str).to_numpy(),
-            "better": info["better"].astype(str).to_numpy(),
-            "baseline_value": bval,
-            "candidate_value": cval,
+            "unit": facts.info["unit"].astype(str).to_numpy(),
+            "better": facts.info["better"].astype(str).to_numpy(),
+            "baseline_value": shown.baseline_value,
+            "candidate_value": shown.candidate_value,
             "baseline_ci_low": side_ci["baseline"][1],
             "baseline_ci_high": side_ci["baseline"][2],
             "candidate_ci_low": side_ci["candidate"][1],
             "candidate_ci_high": side_ci["candidate"][2],
             "baseline_median": fb["median"].to_numpy(),
             "candidate_median": fc["median"].to_numpy(),
-            "ratio": ratio_out,
-            "ci_low": lo_out,
-            "ci_high": hi_out,
-            "ci_level": np.where(tested, level_shown, np.nan),
-            "p_value": p,
-            "p_adjusted": p_adj,
-            "verdict": verdicts,
-            "notes": notes,
-            "note": ["; ".join(note_text(x, "en") for x in rn) for rn in notes],
-            "analysis": analyses,
-            "mde": mde,
-            "processes_needed": needed,
-            "n_baseline_units": n_units_b,
-            "n_candidate_units": n_units_c,
+            "ratio": shown.ratio,
+            "ci_low": shown.ci_low,
+            "ci_high": shown.ci_high,
+            "ci_level": np.where(tested, calls.level, np.nan),
+            "p_value": calls.p,
+            "p_adjusted": calls.p_adjusted,
+            "verdict": shown.verdicts,
+            "notes": shown.notes,
+            "analysis": shown.analyses,
+            "mde": calls.mde,
+            "processes_needed": calls.processes_needed,
+            "n_baseline_units": fb["n_units"].fillna(0).to_numpy(np.int64),
+            "n_candidate_units": fc["n_units"].fillna(0).to_numpy(np.int64),
             "n_baseline_runs": fb["n_runs"].fillna(0).to_numpy(np.int64),
             "n_candidate_runs": fc["n_runs"].fillna(0).to_numpy(np.int64),
             "n_baseline_samples": fb["n_samples"].fillna(0).to_numpy(np.int64),
             "n_candidate_samples": fc["n_samples"].fillna(0).to_numpy(np.int64),
-            "lender_labels": [", ".join(x) if tested[i] and tests.run_level[i] == "borrowed" else "" for i, x in enumerate(lender_labels)],
-            "lender_runs": np.where(tested & (tests.run_level == "borrowed"), borrowed_runs, 0).astype(np.int64),
+            "lender_labels": [", ".join(x) if borrowed[i] else "" for i, x in enumerate(fit.lender_labels)],
+            "lender_runs": np.where(borrowed, fit.lent_runs, 0).astype(np.int64),
             "run_sd": np.where(tested & (tests.run_level != "none"), np.sqrt(np.nan_to_num(tests.run_var)), np.nan),
             "_run_level": np.where(tested, tests.run_level, ""),
-            "_runs_needed": np.where(tested, runs_needed, np.nan),
+            "_runs_needed": np.where(tested, calls.runs_needed, np.nan),
         }
     )
 
@@ -1136,23 +1327,23 @@ def _geomeans(
     ub: pd.DataFrame,
     uc: pd.DataFrame,
     rows: pd.DataFrame,
-    metric: str | None,
     pairs: list[tuple[str, str]] | None,
     *,
     noise: float,
     alpha: float,
     confidence: float,
     equivalence: float,
-) -> tuple[Geomean, dict[str, Geomean]]:
-    """The overall and per-family geomeans, each with a CI over replicate units.
+) -> tuple[str | None, Geomean, dict[str, Geomean]]:
+    """The metric of the geomeans, and the overall and per-family geomeans, each with a CI over replicate units.
 
-    Over the tested rows of ``metric`` (all tested rows when None). Each unit's score is
+    Over the tested rows of ``GEOMEAN_METRIC`` (all tested rows when no row has it: the metric is None). Each unit's score is
     the mean over those rows of its oriented log value minus its side's row mean, so an
     effect shared by all cases of a process (or run) stays in the score; the scores go
     through the same one-way model as a row (no moderation: one quantity). The estimate is
     the mean of the rows' log ratios, so the geomean is the geometric mean of the ratios
     shown. Run-level variation with one run a side is borrowed as for rows.
     """
+    metric = GEOMEAN_METRIC if (rows["metric"] == GEOMEAN_METRIC).any() else None
     chosen = rows[rows["analysis"].isin([Analysis.PAIRED.value, Analysis.HIERARCHICAL.value])]
     if metric is not None:
         chosen = chosen[chosen["metric"] == metric]
@@ -1163,7 +1354,7 @@ def _geomeans(
     for fam in families:
         out[fam] = _geomean_of(lenders, sides, ub, uc, chosen[chosen["family"] == fam], fam, pairs,
                                noise=noise, alpha=alpha, confidence=confidence, equivalence=equivalence)
-    return overall, out
+    return metric, overall, out
 
 
 def _scores(units: pd.DataFrame, rows: pd.DataFrame, unit_keys: list[str]) -> pd.DataFrame:

@@ -92,15 +92,7 @@ def compute_scaling_efficiency(
         raise ValueError(f"devices must be at least 1, not {devices}")
     if items_baseline <= 0 or items_scaled <= 0:
         raise ValueError("items per step must be positive")
-    sides = []
-    for name, units in (("baseline", baseline), ("scaled", scaled)):
-        arrays = [np.asarray(u, dtype=float) for u in units if len(u)]
-        if not arrays:
-            raise ValueError(f"{name} has no step times")
-        if any((a <= 0).any() or not np.isfinite(a).all() for a in arrays):
-            raise ValueError(f"{name} holds a step time that is not a positive number")
-        sides.append(arrays)
-    base, multi = sides
+    base, multi = _checked_units("baseline", baseline), _checked_units("scaled", scaled)
     log_base = np.log(items_baseline / np.array([np.median(a) for a in base]))
     log_multi = np.log(items_scaled / np.array([np.median(a) for a in multi]))
     diff = float(log_multi.mean() - log_base.mean())
@@ -111,19 +103,10 @@ def compute_scaling_efficiency(
         low, high = math.exp(ci.low) / devices, math.exp(ci.high) / devices
         basis = BETWEEN_UNITS
     else:
-        steps_base, steps_multi = np.concatenate(base), np.concatenate(multi)
-
-        def statistic(b: np.ndarray, m: np.ndarray, axis: int = -1) -> np.ndarray:
-            return (items_scaled / np.median(m, axis=axis)) / (devices * items_baseline / np.median(b, axis=axis))
-
-        if len(steps_base) < 2 or len(steps_multi) < 2:
-            low = high = float("nan")
-        else:
-            boot = stats.bootstrap(
-                (steps_base, steps_multi), statistic, n_resamples=n_resamples, confidence_level=confidence,
-                method="percentile", vectorized=True, random_state=np.random.default_rng(seed),
-            )
-            low, high = float(boot.confidence_interval.low), float(boot.confidence_interval.high)
+        low, high = _bootstrap_within_unit(
+            np.concatenate(base), np.concatenate(multi), devices=devices, items_baseline=items_baseline,
+            items_scaled=items_scaled, confidence=confidence, n_resamples=n_resamples, seed=seed,
+        )
         basis = WITHIN_UNIT
     return ScalingEfficiency(
         nodes=nodes,
@@ -138,6 +121,41 @@ def compute_scaling_efficiency(
         basis=basis,
         confidence=confidence,
     )
+
+
+def _checked_units(name: str, units: Sequence[Sequence[float]]) -> list[np.ndarray]:
+    """The non-empty units of a side as arrays; ``ValueError`` for none, or a time that is not a positive number."""
+    arrays = [np.asarray(u, dtype=float) for u in units if len(u)]
+    if not arrays:
+        raise ValueError(f"{name} has no step times")
+    if any((a <= 0).any() or not np.isfinite(a).all() for a in arrays):
+        raise ValueError(f"{name} holds a step time that is not a positive number")
+    return arrays
+
+
+def _bootstrap_within_unit(
+    steps_base: np.ndarray,
+    steps_multi: np.ndarray,
+    *,
+    devices: int,
+    items_baseline: float,
+    items_scaled: float,
+    confidence: float,
+    n_resamples: int,
+    seed: int,
+) -> tuple[float, float]:
+    """The percentile-bootstrap CI of the efficiency from the steps alone (NaN with fewer than two a side)."""
+    if len(steps_base) < 2 or len(steps_multi) < 2:
+        return float("nan"), float("nan")
+
+    def statistic(b: np.ndarray, m: np.ndarray, axis: int = -1) -> np.ndarray:
+        return (items_scaled / np.median(m, axis=axis)) / (devices * items_baseline / np.median(b, axis=axis))
+
+    boot = stats.bootstrap(
+        (steps_base, steps_multi), statistic, n_resamples=n_resamples, confidence_level=confidence,
+        method="percentile", vectorized=True, random_state=np.random.default_rng(seed),
+    )
+    return float(boot.confidence_interval.low), float(boot.confidence_interval.high)
 
 
 def compute_scaling_table(cases: Any, samples: Any, *, workload: str = "multigpu", metric: str = "time",

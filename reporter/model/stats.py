@@ -66,8 +66,6 @@ from runformat.vocabulary import Analysis, Verdict
 # Verdict strings, kept under their old names for readers of earlier versions.
 VERDICT_BETTER = Verdict.BETTER.value
 VERDICT_WORSE = Verdict.WORSE.value
-VERDICT_EQUIVALENT = Verdict.EQUIVALENT.value
-VERDICT_INCONCLUSIVE = Verdict.INCONCLUSIVE.value
 VERDICTS = tuple(v.value for v in Verdict)
 
 # Fewer replicate units than this on a side and no between-unit variation can be estimated.
@@ -324,8 +322,10 @@ def compute_grouped_summaries(
     whenever every process lands on one side. Measured coverage of the true median with
     a between-process CV of a few per cent: 0.63 with 2 processes, 0.84–0.87 with 3.
     ``reporter.model.compare.compute_summaries`` therefore gives each label the hierarchical
-    interval of ``compute_location_cis`` instead and keeps this one for nothing but the
-    spread of the samples.
+    interval of ``compute_location_cis`` instead (and the spread of ``compute_pooled_summaries``).
+    This interval is the collector's yardstick for adaptive replication
+    (``collector.replication.compute_median_ci``, a numpy-only copy that
+    ``tests/test_replication.py`` holds to this one).
 
     All-identical samples give a zero-width interval and ``cv = 0``; nothing divides
     by zero.
@@ -341,30 +341,9 @@ def compute_grouped_summaries(
 
     pooled = compute_pooled_summaries(x, g, n_groups=G)
     n, median, xs, start = pooled.n_samples, pooled.median, pooled.sorted_values, pooled.starts
-
-    def quantile(q: np.ndarray | float) -> np.ndarray:
-        return _quantiles(xs, start, n, q)
-
-    # Clusters: one per distinct (group, unit).
-    umin = int(u.min()) if u.size else 0
-    span = int(u.max()) - umin + 1 if u.size else 1
-    ukeys, uinv = np.unique(g * span + (u - umin), return_inverse=True)
-    ugroup = ukeys // span
-    k = np.bincount(ugroup, minlength=G)
-    mid = np.where(x < median[g], 1.0, np.where(x == median[g], 0.5, 0.0))
-    a_u = np.bincount(uinv, weights=mid, minlength=ukeys.size)
-    n_u = np.bincount(uinv, minlength=ukeys.size).astype(np.float64)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        p = np.bincount(ugroup, weights=a_u, minlength=G) / n
-        resid = a_u - p[ugroup] * n_u
-        between = np.bincount(ugroup, weights=resid * resid, minlength=G) * k / (k - 1) / (n.astype(np.float64) ** 2)
-        srs = p * (1 - p) / n
-        var = np.where(k >= 2, np.fmax(between, srs), srs)
-        alpha = 1.0 - confidence
-        mult = np.where(k >= 2, stdtrit(np.maximum(k - 1, 1), 1 - alpha / 2), ndtri(1 - alpha / 2))
-        half = mult * np.sqrt(var)
-    ci_low = quantile(np.clip(np.nan_to_num(0.5 - half, nan=0.5), 0.0, 1.0))
-    ci_high = quantile(np.clip(np.nan_to_num(0.5 + half, nan=0.5), 0.0, 1.0))
+    k, half = _woodruff_half_widths(x, g, u, median, n, n_groups=G, confidence=confidence)
+    ci_low = _quantiles(xs, start, n, np.clip(np.nan_to_num(0.5 - half, nan=0.5), 0.0, 1.0))
+    ci_high = _quantiles(xs, start, n, np.clip(np.nan_to_num(0.5 + half, nan=0.5), 0.0, 1.0))
     return GroupedSummaries(
         median=median,
         ci_low=ci_low,
@@ -377,6 +356,33 @@ def compute_grouped_summaries(
         n_samples=n,
         n_units=k,
     )
+
+
+def _woodruff_half_widths(
+    x: np.ndarray, g: np.ndarray, u: np.ndarray, median: np.ndarray, n: np.ndarray, *, n_groups: int,
+    confidence: float,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per group: its number of units (clusters) and the half-width of Woodruff's interval on
+    the proportion scale, each worker process a cluster (``compute_grouped_summaries``)."""
+    # Clusters: one per distinct (group, unit).
+    umin = int(u.min()) if u.size else 0
+    span = int(u.max()) - umin + 1 if u.size else 1
+    ukeys, uinv = np.unique(g * span + (u - umin), return_inverse=True)
+    ugroup = ukeys // span
+    k = np.bincount(ugroup, minlength=n_groups)
+    mid = np.where(x < median[g], 1.0, np.where(x == median[g], 0.5, 0.0))
+    a_u = np.bincount(uinv, weights=mid, minlength=ukeys.size)
+    n_u = np.bincount(uinv, minlength=ukeys.size).astype(np.float64)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        p = np.bincount(ugroup, weights=a_u, minlength=n_groups) / n
+        resid = a_u - p[ugroup] * n_u
+        between = np.bincount(ugroup, weights=resid * resid, minlength=n_groups) * k / (k - 1) / (n.astype(np.float64) ** 2)
+        srs = p * (1 - p) / n
+        var = np.where(k >= 2, np.fmax(between, srs), srs)
+        alpha = 1.0 - confidence
+        mult = np.where(k >= 2, stdtrit(np.maximum(k - 1, 1), 1 - alpha / 2), ndtri(1 - alpha / 2))
+        half = mult * np.sqrt(var)
+    return k, half
 
 
 def compute_summary(values: ArrayLike, units: ArrayLike | None = None, *, confidence: float = 0.95) -> Summary:
@@ -706,38 +712,16 @@ def compute_hierarchical_tests(
         est = np.where(hib, diff, -diff)
         a = np.sum(1.0 / R, axis=1)
         b = np.sum(oneway.h / R, axis=1)
-        replicated = oneway.df_between > 0
-        h_b = np.where(replicated, oneway.h_between, 0.0)
-        var_r_own = np.maximum(0.0, ms_b - h_b * ms_w)
-        if borrowed is not None:
-            var_r_borrow, df_r_borrow = (np.asarray(x, dtype=np.float64) for x in borrowed)
-        else:
-            var_r_borrow = np.full(est.shape, np.nan)
-            df_r_borrow = np.full(est.shape, np.nan)
-        has_borrow = ~replicated & np.isfinite(var_r_borrow)
-        run_var = np.where(replicated, var_r_own, np.where(has_borrow, var_r_borrow, np.nan))
-        # One unit per run: the run means are the units, and their spread holds both levels.
-        runs_only = replicated & ~(oneway.df_within > 0)
-        run_var = np.where(runs_only, ms_b, run_var)
-        ms_w = np.where(runs_only, 0.0, ms_w)
-        se2 = b * ms_w + a * np.nan_to_num(run_var)
-        # Satterthwaite: se² as a combination of independent mean squares.
-        own_positive = replicated & ((var_r_own > 0) | runs_only)
-        c_between = np.where(own_positive, a * ms_b, 0.0)
-        c_within = np.where(own_positive, (b - a * h_b) * ms_w, b * ms_w)
-        c_borrow = np.where(has_borrow, a * np.nan_to_num(var_r_borrow), 0.0)
-        denom = (
-            np.where(c_between != 0, c_between**2 / df_b, 0.0)
-            + np.where(c_within != 0, c_within**2 / df_w, 0.0)
-            + np.where(c_borrow != 0, c_borrow**2 / np.where(df_r_borrow > 0, df_r_borrow, np.nan), 0.0)
-        )
-        df = np.minimum(se2**2 / denom, _DF_CAP)
+        run = _run_component(oneway, ms_w, ms_b, borrowed, est.shape)
+        ms_w = run.unit_var
+        se2 = b * ms_w + a * np.nan_to_num(run.var)
+        df = np.minimum(_satterthwaite_df(se2, a, b, ms_w, df_w, ms_b, df_b, run), _DF_CAP)
         se = np.sqrt(se2)
         tq = stdtrit(df, 1 - (1 - confidence) / 2)
         p = 2 * stdtr(df, -np.abs(est) / se)
         ok = enough & np.isfinite(se) & (se > 0) & np.isfinite(df)
     nan = np.full(est.shape, np.nan)
-    level = np.where(replicated, "replicated", np.where(has_borrow, "borrowed", "none"))
+    level = np.where(run.replicated, "replicated", np.where(run.has_borrow, "borrowed", "none"))
     return HierarchicalTests(
         estimate=est,
         se=np.where(ok, se, nan),
@@ -745,10 +729,70 @@ def compute_hierarchical_tests(
         ci_low=np.where(ok, est - tq * se, nan),
         ci_high=np.where(ok, est + tq * se, nan),
         p_value=np.where(ok, p, nan),
-        run_var=run_var,
+        run_var=run.var,
         unit_var=ms_w,
         run_level=level,
     )
+
+
+@dataclass(frozen=True)
+class _RunComponent:
+    """Per row, the run-level variance component of ``compute_hierarchical_tests`` and where it
+    comes from: ``var`` (NaN: not covered), the row's own method-of-moments ``own``, the lent
+    ``lent``/``lent_df`` (NaN: none), whether ``replicated`` (a side has two runs or more),
+    ``has_borrow``, ``runs_only`` (one unit per run), the ``h_between`` that entered ``own``, and
+    ``unit_var``, the between-unit variance left beside it."""
+
+    var: np.ndarray
+    own: np.ndarray
+    lent: np.ndarray
+    lent_df: np.ndarray
+    replicated: np.ndarray
+    has_borrow: np.ndarray
+    runs_only: np.ndarray
+    h_between: np.ndarray
+    unit_var: np.ndarray
+
+
+def _run_component(
+    oneway: OneWay, ms_w: np.ndarray, ms_b: np.ndarray, borrowed: tuple[np.ndarray, np.ndarray] | None,
+    shape: tuple[int, ...],
+) -> _RunComponent:
+    """The run-level component: the row's own when a side has two runs or more, else the borrowed one."""
+    replicated = oneway.df_between > 0
+    h_b = np.where(replicated, oneway.h_between, 0.0)
+    var_r_own = np.maximum(0.0, ms_b - h_b * ms_w)
+    if borrowed is not None:
+        var_r_borrow, df_r_borrow = (np.asarray(x, dtype=np.float64) for x in borrowed)
+    else:
+        var_r_borrow = np.full(shape, np.nan)
+        df_r_borrow = np.full(shape, np.nan)
+    has_borrow = ~replicated & np.isfinite(var_r_borrow)
+    run_var = np.where(replicated, var_r_own, np.where(has_borrow, var_r_borrow, np.nan))
+    # One unit per run: the run means are the units, and their spread holds both levels.
+    runs_only = replicated & ~(oneway.df_within > 0)
+    return _RunComponent(
+        var=np.where(runs_only, ms_b, run_var), own=var_r_own, lent=var_r_borrow, lent_df=df_r_borrow,
+        replicated=replicated, has_borrow=has_borrow, runs_only=runs_only, h_between=h_b,
+        unit_var=np.where(runs_only, 0.0, ms_w),
+    )
+
+
+def _satterthwaite_df(
+    se2: np.ndarray, a: np.ndarray, b: np.ndarray, ms_w: np.ndarray, df_w: np.ndarray, ms_b: np.ndarray,
+    df_b: np.ndarray, run: _RunComponent,
+) -> np.ndarray:
+    """Satterthwaite's degrees of freedom of ``se2`` as a combination of independent mean squares."""
+    own_positive = run.replicated & ((run.own > 0) | run.runs_only)
+    c_between = np.where(own_positive, a * ms_b, 0.0)
+    c_within = np.where(own_positive, (b - a * run.h_between) * ms_w, b * ms_w)
+    c_borrow = np.where(run.has_borrow, a * np.nan_to_num(run.lent), 0.0)
+    denom = (
+        np.where(c_between != 0, c_between**2 / df_b, 0.0)
+        + np.where(c_within != 0, c_within**2 / df_w, 0.0)
+        + np.where(c_borrow != 0, c_borrow**2 / np.where(run.lent_df > 0, run.lent_df, np.nan), 0.0)
+    )
+    return se2**2 / denom
 
 
 def compute_run_variance(oneway: OneWay, within: tuple[np.ndarray, np.ndarray], between: tuple[np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:

@@ -31,6 +31,7 @@ from rich.console import Console
 from runformat.schema import METRICS
 from reporter.model.compare import Comparison, counted
 from reporter.data.load import Archive
+from reporter.present.notes import note_text
 from reporter.present.terminal import inert
 
 
@@ -94,7 +95,8 @@ def comparison_records(c: Comparison) -> list[dict[str, Any]]:
     """One dict per row, then one per unmatched (case, metric), then the ``geomean`` entry.
 
     Keys are ``RECORD_KEYS`` (the columns of ``reporter.model.compare``'s rows); ``notes`` is a
-    list of ``{"code", "params"}``; NaN becomes ``None``. Unmatched entries have verdict
+    list of ``{"code", "params"}``, and ``note`` their English text joined by "; "
+    (``reporter.present.notes``); NaN becomes ``None``. Unmatched entries have verdict
     ``unmatched`` and a note naming the side that measured them. Geomean entries (one per
     family, ``case`` = ``geomean:<family>``, then the overall one last, ``case`` =
     ``geomean``) carry ``ratio``, its CI, ``verdict``, ``analysis``, ``mde``,
@@ -107,6 +109,7 @@ def comparison_records(c: Comparison) -> list[dict[str, Any]]:
         rec = {k: r.get(k) for k in RECORD_KEYS}
         rec["case"] = r["case_id"]
         rec["notes"] = [n.to_json() for n in r.get("notes", ())]
+        rec["note"] = "; ".join(note_text(n, "en") for n in r.get("notes", ()))
         rec["n_cases"] = None
         rec["counted"] = counted(str(r["metric"]), r["verdict"])
         out.append(rec)
