@@ -372,11 +372,11 @@ def _cache(runs: Path) -> Path:
     return folder
 
 
-@pytest.mark.parametrize("index", [None, [], "x", "runs null"], ids=["null", "array", "string", "runs null"])
+@pytest.mark.parametrize("index", [None, [], "x", "runs", "tables"], ids=["null", "array", "string", "runs null", "tables null"])
 def test_a_cache_index_of_the_wrong_shape_is_named_and_the_runs_read(runs: Path, index: object) -> None:
     folder = _cache(runs)
-    if index == "runs null":  # this reporter's index, of no list of runs
-        index = {**json.loads((folder / "index.json").read_text()), "runs": None}
+    if index in ("runs", "tables"):  # this reporter's index, of no list of runs (or tables)
+        index = {**json.loads((folder / "index.json").read_text()), index: None}
     (folder / "index.json").write_text(json.dumps(index))
     archive = load_archive(runs)
     assert set(archive.labels()) == {"stack-a", "stack-b"} and not archive.problems
@@ -384,7 +384,7 @@ def test_a_cache_index_of_the_wrong_shape_is_named_and_the_runs_read(runs: Path,
 
 
 @pytest.mark.parametrize("damage", ["entry null", "label a number", "rows a string", "rows outside", "fingerprint a dict",
-                                    "warnings of numbers", "from_files unknown"])
+                                    "warnings of numbers", "from_files unknown", "from_files dropped"])
 def test_a_bad_cache_entry_is_skipped_alone(runs: Path, damage: str) -> None:
     folder = _cache(runs)
     index = json.loads((folder / "index.json").read_text())
@@ -401,8 +401,11 @@ def test_a_bad_cache_entry_is_skipped_alone(runs: Path, damage: str) -> None:
         entry["fingerprint"] = {"a": 1}
     elif damage == "warnings of numbers":
         entry["warnings"] = [[1, 2]]
-    else:
+    elif damage == "from_files unknown":
         entry["from_files"] = ["../evil.parquet"]
+    else:  # its samples said to be in the set, which holds none (every run's samples are its own file)
+        assert s.SAMPLES_FILE in entry["from_files"] and s.SAMPLES_FILE not in index["tables"]
+        entry["from_files"] = []
     (folder / "index.json").write_text(json.dumps(index))
     ref: list[tuple[str, str]] = []
     cached = cache.read_cache(runs, (*s.RUN_FILES, s.GPU_STATE_FILE), lazy=(s.SAMPLES_FILE,), refused=ref)

@@ -94,6 +94,19 @@ def test_a_corrupt_or_stale_cache_is_rebuilt(archive: Path, damage: str, monkeyp
     assert reads == []
 
 
+def test_a_table_of_the_set_that_is_gone_is_named_once_and_the_runs_read(archive: Path) -> None:
+    from runformat.schema import CASES_FILE
+
+    cold = load_archive(archive, cache=False)
+    load_archive(archive)
+    folder = cache.archive_folder(cache.RUNS, archive)
+    (folder / CASES_FILE).unlink()
+    warm = load_archive(archive)
+    assert [p.path for p in warm.cache_problems] == [str(folder)]
+    _same(cold, warm)
+    assert not load_archive(archive).cache_problems  # written anew
+
+
 def test_a_read_only_archive_loads_without_a_cache(archive: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(cache.tempfile, "mkdtemp", lambda **kw: (_ for _ in ()).throw(PermissionError(13, "read-only")))
     _same(load_archive(archive, cache=False), load_archive(archive))

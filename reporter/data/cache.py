@@ -17,9 +17,9 @@ there too), then ``reporter-v<FORMAT>/`` (``cache_root``); never in the archive 
   ``write_cache``): ``index.json`` (per run its label, id, folder ``fingerprint`` (name,
   size, inode, mtime and ctime of every file in it, ``parts/`` included), the warnings its
   loading gave, and its rows in each table) and the runs' tables one after the other, as
-  the loader returned them; except that a table that is the run's own file as it reads
-  (the samples of a whole run that needed no repair, the common case) is not copied: it is
-  read from the run when needed.
+  the loader returned them (the index names those written); except that a table that is the
+  run's own file as it reads (the samples of a whole run that needed no repair, the common
+  case) is not copied: it is read from the run when needed.
 * ``units``: each run's per-process units, under ``run_key`` (its label, id and fingerprint);
 * ``labels``: each label's pooled summaries, under ``label_key`` (its runs' keys and the
   confidence). Both (``SummaryCache``): ``index.json`` (per key its rows and the run keys it
@@ -372,14 +372,17 @@ def read_cache(root: Path, kinds: tuple[str, ...], lazy: tuple[str, ...] = (),
     index = _read_index(folder, refuse)
     if index is None:
         return {}
-    entries = index.get("runs")
+    entries, written = index.get("runs"), index.get("tables")
     if not isinstance(entries, list):
         refuse(folder / "index.json", "holds no list of runs")
         return {}
-    opened = _open_run_tables(folder, kinds, lazy, index.get("generation"), refuse)
+    if not (isinstance(written, list) and all(isinstance(k, str) for k in written)):
+        refuse(folder / "index.json", "holds no list of tables")
+        return {}
+    opened = _open_run_tables(folder, [k for k in kinds if k in written], lazy, index.get("generation"), refuse)
     if opened is None:
         return {}
-    tables, later, rows = opened
+    tables, later, rows = opened  # a kind not written: every run's table of it is its own file
     out: dict[tuple[str, str], CachedRun] = {}
     for n, entry in enumerate(entries):
         reason = _run_entry_problem(entry, kinds, rows)
@@ -401,29 +404,26 @@ def read_cache(root: Path, kinds: tuple[str, ...], lazy: tuple[str, ...] = (),
     return out
 
 
-def _open_run_tables(folder: Path, kinds: tuple[str, ...], lazy: tuple[str, ...], generation: Any,
+def _open_run_tables(folder: Path, kinds: list[str], lazy: tuple[str, ...], generation: Any,
                      refuse: Refuse) -> tuple[dict[str, pa.Table], dict[str, "_LazyTable"], dict[str, int]] | None:
-    """The set's tables (read and checked), its ``lazy`` ones (opened), and every kind's rows; None when they
-    do not read, fail their checks (refused) or belong to another generation than the index (not used)."""
+    """The set's tables of ``kinds`` (read and checked), its ``lazy`` ones (opened), and their rows; None when
+    they do not read, fail their checks (refused) or belong to another generation than the index (not used)."""
     tables: dict[str, pa.Table] = {}
     later: dict[str, _LazyTable] = {}
     rows: dict[str, int] = {}
     problem: tuple[Path, str] | None = None
     try:
         for k in kinds:
-            if not (folder / k).is_file():  # every run's table is its own file: none, of no rows
-                rows[k] = 0
-                continue
             if k in lazy:
                 later[k] = _LazyTable(folder / k, k)
                 meta = pq.read_metadata(later[k].file)
-                rows[k], written = meta.num_rows, _generation_of(meta.metadata)
+                rows[k], mark = meta.num_rows, _generation_of(meta.metadata)
             else:
                 table = pq.read_table(folder / k)
-                written = _generation_of(table.schema.metadata)
+                mark = _generation_of(table.schema.metadata)
                 tables[k] = table.replace_schema_metadata(None)
                 rows[k] = table.num_rows
-            if written != generation:
+            if mark != generation:
                 _log.info("%s: written with another index (a writer beside this reader); not used", folder / k)
                 problem = (folder / k, "")
                 break
@@ -443,7 +443,7 @@ def _open_run_tables(folder: Path, kinds: tuple[str, ...], lazy: tuple[str, ...]
 
 
 def _run_entry_problem(entry: Any, kinds: tuple[str, ...], rows: dict[str, int]) -> str | None:
-    """Why one index entry is not one ``write_cache`` writes, or None.
+    """Why one index entry is not one ``write_cache`` writes, or None (``rows``: the rows of each table written).
 
     ``{"label": str, "run_id": str, "fingerprint": [[name, size, inode, mtime, ctime], ...],
     "warnings": [[path, reason], ...], "rows": {kind: [start, count]}, "from_files": [kind, ...]}``,
@@ -473,8 +473,10 @@ def _run_entry_problem(entry: Any, kinds: tuple[str, ...], rows: dict[str, int])
         if not (isinstance(span, list) and len(span) == 2 and all(_is_int(x) for x in span)):
             return f"its rows of {k} are not [start, count]"
         start, count = span
-        if start < 0 or count < 0 or start + count > rows[k]:
-            return f"its rows of {k} ({start}, {count}) lie outside the table's {rows[k]:,}"
+        if k not in from_files and k not in rows:
+            return f"its {k} is in no table of the set"
+        if start < 0 or count < 0 or start + count > rows.get(k, 0):
+            return f"its rows of {k} ({start}, {count}) lie outside the table's {rows.get(k, 0):,}"
     return None
 
 
@@ -550,13 +552,15 @@ def write_cache(root: Path, kinds: tuple[str, ...], runs: list[CachedRun]) -> No
                 offsets[k] += n
             entries.append({"label": r.label, "run_id": r.run_id, "fingerprint": r.fingerprint,
                             "warnings": [list(w) for w in r.warnings], "rows": rows, "from_files": list(r.from_files)})
+        written = []
         for k in kinds:
             stored = [r.tables[k] for r in runs if k not in r.from_files]
             if not stored:  # every run's table is its own file: no file (read as none, of no rows)
                 continue
             table = pa.concat_tables(stored).unify_dictionaries()
             pq.write_table(_marked(table, generation), tmp / k, compression="zstd")
-        index = {"version": version(), "generation": generation.decode(), "runs": entries}
+            written.append(k)
+        index = {"version": version(), "generation": generation.decode(), "tables": written, "runs": entries}
         (tmp / "index.json").write_text(json.dumps(index), encoding="utf-8")
 
     _replace_folder(archive_folder(RUNS, root), fill)
