@@ -164,7 +164,7 @@ def main() -> None:
         steps = ", ".join(f"{k} {v:.1f} s" for k, v in result.timings.items())
         print(f"cold: built {len(result.pages)} pages, {len(result.reports)} reports, {result.charts} charts in {total:.1f} s ({steps})")
         os.chdir(tmp)
-        try:  # the nightly case with no new run: the archive's cache (reporter.data.run_cache) is warm
+        try:  # the nightly case with no new run: the reporter's cache (reporter.data.cache) is warm
             t2 = time.perf_counter()
             again = build_site(tmp / "runs", site, None if args.no_mkdocs else public, chart_workers=args.workers)
             unchanged = time.perf_counter() - t2

@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 
 from runformat import schema as s
 from runformat.remote import MAX_MARKER_BYTES, MAX_UPLOADED_FILE_BYTES, MarkedFile, Marker, MarkerError, parse_marker
-from reporter.data import build_cache, run_cache, scan, summary_cache
+from reporter.data import cache, scan
 from reporter.data.load import load_archive
 from reporter.errors import ReporterError
 from test_reporter_support import lognormal_processes, run_id, write_run
@@ -367,15 +367,16 @@ def test_any_numbers_in_a_run_load_or_are_named(tmp_path_factory: pytest.TempPat
 
 def _cache(runs: Path) -> Path:
     load_archive(runs)  # writes the run cache
-    folder = run_cache.cache_folder(runs)
+    folder = cache.archive_folder(cache.RUNS, runs)
     assert (folder / "index.json").is_file()
     return folder
 
 
-@pytest.mark.parametrize("index", [None, [], "x", {"format": run_cache.FORMAT, "reporter": run_cache._reporter_version(), "runs": None}],
-                         ids=["null", "array", "string", "runs null"])
+@pytest.mark.parametrize("index", [None, [], "x", "runs", "tables"], ids=["null", "array", "string", "runs null", "tables null"])
 def test_a_cache_index_of_the_wrong_shape_is_named_and_the_runs_read(runs: Path, index: object) -> None:
     folder = _cache(runs)
+    if index in ("runs", "tables"):  # this reporter's index, of no list of runs (or tables)
+        index = {**json.loads((folder / "index.json").read_text()), index: None}
     (folder / "index.json").write_text(json.dumps(index))
     archive = load_archive(runs)
     assert set(archive.labels()) == {"stack-a", "stack-b"} and not archive.problems
@@ -383,7 +384,7 @@ def test_a_cache_index_of_the_wrong_shape_is_named_and_the_runs_read(runs: Path,
 
 
 @pytest.mark.parametrize("damage", ["entry null", "label a number", "rows a string", "rows outside", "fingerprint a dict",
-                                    "warnings of numbers", "from_files unknown"])
+                                    "warnings of numbers", "from_files unknown", "from_files dropped"])
 def test_a_bad_cache_entry_is_skipped_alone(runs: Path, damage: str) -> None:
     folder = _cache(runs)
     index = json.loads((folder / "index.json").read_text())
@@ -400,11 +401,14 @@ def test_a_bad_cache_entry_is_skipped_alone(runs: Path, damage: str) -> None:
         entry["fingerprint"] = {"a": 1}
     elif damage == "warnings of numbers":
         entry["warnings"] = [[1, 2]]
-    else:
+    elif damage == "from_files unknown":
         entry["from_files"] = ["../evil.parquet"]
+    else:  # its samples said to be in the set, which holds none (every run's samples are its own file)
+        assert s.SAMPLES_FILE in entry["from_files"] and s.SAMPLES_FILE not in index["tables"]
+        entry["from_files"] = []
     (folder / "index.json").write_text(json.dumps(index))
     ref: list[tuple[str, str]] = []
-    cached = run_cache.read_cache(runs, (*s.RUN_FILES, s.GPU_STATE_FILE), lazy=(s.SAMPLES_FILE,), refused=ref)
+    cached = cache.read_cache(runs, (*s.RUN_FILES, s.GPU_STATE_FILE), lazy=(s.SAMPLES_FILE,), refused=ref)
     assert len(cached) == 1 and len(ref) == 1 and "entry 0" in ref[0][1]
     archive = load_archive(runs)
     assert set(archive.labels()) == {"stack-a", "stack-b"} and not archive.problems
@@ -429,47 +433,46 @@ def test_tampered_cached_samples_stop_with_one_line_and_the_cache_goes(runs: Pat
     table = pq.read_table(folder / s.SAMPLES_FILE)
     ghost = table.slice(0, 1).set_column(0, table.schema.field(0), pa.array(["ghost[n=1]"], pa.string()))
     pq.write_table(pa.concat_tables([table, ghost]), folder / s.SAMPLES_FILE)
-    cache = _cache(runs)
-    assert (cache / s.SAMPLES_FILE).is_file()
-    table = pq.read_table(cache / s.SAMPLES_FILE)
+    folder = _cache(runs)
+    assert (folder / s.SAMPLES_FILE).is_file()
+    table = pq.read_table(folder / s.SAMPLES_FILE)
     i = table.schema.get_field_index("value")
-    pq.write_table(table.set_column(i, table.schema.field(i), pa.array([-1.0] * table.num_rows)), cache / s.SAMPLES_FILE)
+    pq.write_table(table.set_column(i, table.schema.field(i), pa.array([-1.0] * table.num_rows)), folder / s.SAMPLES_FILE)
     archive = load_archive(runs)
     with pytest.raises(ReporterError, match="the run cache holds values no run records") as caught:
         archive.samples
-    assert "\n" not in str(caught.value) and not cache.exists()
+    assert "\n" not in str(caught.value) and not folder.exists()
     assert np.all(load_archive(runs).samples["value"] > 0)  # rebuilt from the runs
 
 
 def test_a_cache_index_above_the_limit_is_not_read(runs: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     folder = _cache(runs)
-    monkeypatch.setattr(run_cache, "MAX_INDEX_BYTES", 10)
-    monkeypatch.setattr(run_cache.json, "loads", lambda *a, **k: pytest.fail("an index above the limit was parsed"))
+    monkeypatch.setattr(cache, "MAX_INDEX_BYTES", 10)
+    monkeypatch.setattr(cache.json, "loads", lambda *a, **k: pytest.fail("an index above the limit was parsed"))
     ref: list[tuple[str, str]] = []
-    assert run_cache.read_cache(runs, tuple(s.RUN_FILES), refused=ref) == {}
+    assert cache.read_cache(runs, tuple(s.RUN_FILES), refused=ref) == {}
     assert ref and "above the limit of 10" in ref[0][1] and ref[0][0] == str(folder / "index.json")
 
 
-@pytest.mark.parametrize("index", [None, {"format": summary_cache.FORMAT, "rows": "1", "entries": {}},
-                                   {"format": summary_cache.FORMAT, "rows": 0, "entries": {"k": [0, 5, ["r"]]}},
-                                   {"format": summary_cache.FORMAT, "rows": 0, "entries": {"k": "x"}}],
-                         ids=["null", "rows a string", "span outside", "entry a string"])
-def test_a_summary_cache_of_the_wrong_shape_is_not_used(tmp_path: Path, index: object, caplog: pytest.LogCaptureFixture) -> None:
+@pytest.mark.parametrize("damage", [None, {"rows": "1", "entries": {}}, {"entries": {"k": [0, 5, ["r"]]}},
+                                    {"entries": {"k": "x"}}, {"rows": 7}],
+                         ids=["null", "rows a string", "span outside", "entry a string", "rows not the table's"])
+def test_a_summary_cache_of_the_wrong_shape_is_not_used(tmp_path: Path, damage: object, caplog: pytest.LogCaptureFixture) -> None:
     folder = tmp_path / "units"
-    summary_cache._write(folder, {"k": (__import__("pandas").DataFrame({"x": [1.0]}), ["r"])})
-    assert set(summary_cache._read(folder)) == {"k"}
-    (folder / "index.json").write_text(json.dumps(index))
-    assert summary_cache._read(folder) == {}
-    if index is not None:
-        assert any("not used" in r.getMessage() for r in caplog.records)
+    cache._write_frames(folder, {"k": (__import__("pandas").DataFrame({"x": [1.0]}), ["r"])})
+    assert set(cache._read_frames(folder)) == {"k"}
+    index = json.loads((folder / "index.json").read_text())
+    (folder / "index.json").write_text(json.dumps(None if damage is None else {**index, **damage}))
+    assert cache._read_frames(folder) == {}
+    assert any("not used" in r.getMessage() for r in caplog.records)
 
 
 def test_a_build_cache_entry_above_the_limit_is_never_unpickled(monkeypatch: pytest.MonkeyPatch) -> None:
-    build_cache.store_entry("articles", "k" * 40, {"big": "x" * 1000})
-    assert build_cache.load_entry("articles", "k" * 40) == {"big": "x" * 1000}
-    monkeypatch.setattr(build_cache, "MAX_ENTRY_BYTES", 100)
-    monkeypatch.setattr(build_cache.pickle, "load", lambda f: pytest.fail("an entry above the limit was unpickled"))
-    assert build_cache.load_entry("articles", "k" * 40) is None
-    build_cache.store_svgs([("s" * 40, "<svg>" + " " * 200 + "</svg>")])
-    monkeypatch.setattr(build_cache, "MAX_SVG_BYTES", 100)
-    assert build_cache.load_svg("s" * 40) is None
+    cache.store_entry("articles", "k" * 40, {"big": "x" * 1000})
+    assert cache.load_entry("articles", "k" * 40) == {"big": "x" * 1000}
+    monkeypatch.setattr(cache, "MAX_ENTRY_BYTES", 100)
+    monkeypatch.setattr(cache.pickle, "loads", lambda data: pytest.fail("an entry above the limit was unpickled"))
+    assert cache.load_entry("articles", "k" * 40) is None
+    cache.store_svgs([("s" * 40, "<svg>" + " " * 200 + "</svg>")])
+    monkeypatch.setattr(cache, "MAX_SVG_BYTES", 100)
+    assert cache.load_svg("s" * 40) is None

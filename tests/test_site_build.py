@@ -371,7 +371,7 @@ def test_hardware_names_are_not_versions_and_failed_comparisons_are_explained(in
     assert result.reports == [] and "no comparison between them could be built" in index
 
 
-# ---- building in proportion to what changed (reporter.data.build_cache) ---------------------------
+# ---- building in proportion to what changed (reporter.data.cache) ---------------------------------
 
 
 def _pages(site: Path) -> dict[str, bytes]:
@@ -517,13 +517,13 @@ def test_pages_whose_inputs_are_unchanged_are_not_rendered_again(in_tmp: Path, m
     assert _pages(in_tmp / "site") == _pages(in_tmp / "site-fresh")
 
 def test_a_corrupt_article_entry_is_computed_again(in_tmp: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from reporter.data import build_cache
+    from reporter.data import cache
 
     monkeypatch.setenv("IMAGEBENCH_CACHE", str(in_tmp / "cache"))
     runs = copy_runs(in_tmp / "runs")
     build_site(runs, in_tmp / "site", None, workloads=WORKLOADS)
     pages = _pages(in_tmp / "site")
-    entries = sorted((in_tmp / "cache" / f"build-v{build_cache.FORMAT}" / "articles").glob("*.pickle"))
+    entries = sorted((in_tmp / "cache" / f"reporter-v{cache.FORMAT}" / "articles").glob("*.pickle"))
     assert entries
     entries[0].write_bytes(entries[0].read_bytes()[:50])
     computed = _count_articles(monkeypatch)

@@ -1,4 +1,4 @@
-"""The cache of per-run units and per-label summaries (``reporter.data.summary_cache``): a cached
+"""The per-run units and per-label summaries of the reporter's cache (``reporter.data.cache``): a cached
 report reads no samples, a changed or deleted run recomputes only what depends on it, a
 corrupt cache is rebuilt, and the results are those computed from the samples."""
 
@@ -14,7 +14,7 @@ import pytest
 import reporter.model.compare as compare
 from reporter.model.compare import compare_labels, compute_summaries
 from reporter.data.load import load_archive
-from reporter.data.summary_cache import SummaryCache
+from reporter.data import cache
 
 GOLDEN = Path(__file__).parent / "data" / "golden_runs"
 
@@ -100,9 +100,9 @@ def test_a_changed_or_deleted_run_recomputes_only_what_depends_on_it(archive: Pa
 def test_a_corrupt_cache_is_rebuilt(archive: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     plain = _report(load_archive(archive, cache=False))
     _report(load_archive(archive))
-    folder = SummaryCache(archive).folder
-    (folder / "units" / "data.parquet").write_bytes(b"not parquet")
-    (folder / "labels" / "index.json").write_text("{", encoding="utf-8")
+    folders = cache.SummaryCache(archive).folders
+    (folders[cache.UNITS] / "data.parquet").write_bytes(b"not parquet")
+    (folders[cache.LABELS] / "index.json").write_text("{", encoding="utf-8")
     units, labels = _spy(monkeypatch)
     a = load_archive(archive)
     _same(plain, _report(a))
@@ -183,16 +183,14 @@ def test_every_runs_summaries_at_once_are_each_runs_own(archive: Path, monkeypat
 
 
 def test_puts_while_deferred_write_each_kind_once(archive: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import reporter.data.summary_cache as summary_cache
-
     written: list[str] = []
-    real = summary_cache._write
+    real = cache._write_frames
 
     def counting(folder, entries):
-        written.append(folder.name)
+        written.append(folder.parent.name)
         return real(folder, entries)
 
-    monkeypatch.setattr(summary_cache, "_write", counting)
+    monkeypatch.setattr(cache, "_write_frames", counting)
     a = load_archive(archive)
     with a.summaries.deferred():
         for r in a.runs["run_id"].astype(str):

@@ -45,9 +45,8 @@ from runformat.schema import (
 )
 from reporter.errors import ReporterError
 from reporter.data.problem import Problem
-from reporter.data.run_cache import CachedRun, fingerprint, read_cache, write_cache
+from reporter.data.cache import CachedRun, SummaryCache, fingerprint, read_cache, run_key, write_cache
 from reporter.data.scan import MAX_ROWS, row_limit_problem, scan_tables, value_problem
-from reporter.data.summary_cache import SummaryCache, run_key
 
 # String columns stored as dictionaries (pandas categoricals): few distinct values, many rows.
 _CATEGORICAL = {
@@ -103,15 +102,15 @@ class Archive:
     problems: list[Problem] = field(default_factory=list)
     selector: str | None = None
     gpu_state: pd.DataFrame = field(default_factory=pd.DataFrame)
-    # Per run id, the key of its summaries in ``summaries`` (``reporter.data.summary_cache``);
+    # Per run id, the key of its summaries in ``summaries`` (``reporter.data.cache``);
     # empty when the archive was loaded without a cache. They stand for every sample of
     # the run: an archive whose samples are narrowed other than by run must drop both.
     run_keys: dict[str, str] = field(default_factory=dict)
-    summaries: Any = None  # a reporter.data.summary_cache.SummaryCache, shared by every selection
+    summaries: Any = None  # a reporter.data.cache.SummaryCache, shared by every selection
     # The samples of a set of run ids (all when None) read from their sources, when
     # ``samples`` is not in memory: a selection of runs reads only its own.
     sample_source: Any = None  # a _SampleSource: called with a set of run ids (or None), it returns their samples
-    # What of the run cache was refused (``reporter.data.run_cache.read_cache``): derived data
+    # What of the run cache was refused (``reporter.data.cache.read_cache``): derived data
     # whose runs were read from their own files instead, so nothing of the archive is missing.
     cache_problems: list[Problem] = field(default_factory=list)
 
@@ -251,7 +250,7 @@ class _RunTables:
     path: Path
     tables: dict[str, pa.Table]
     warnings: list[Problem] = field(default_factory=list)
-    fingerprint: list[list[Any]] | None = None  # of the folder as read (reporter.data.run_cache)
+    fingerprint: list[list[Any]] | None = None  # of the folder as read (reporter.data.cache)
     from_cache: bool = False
     from_files: tuple[str, ...] = ()  # kinds whose table is the run's file as it reads (not copied into the cache)
 
@@ -270,8 +269,8 @@ def load_archive(runs_dir: str | os.PathLike[str], strict: bool = False, *, cach
     its folder's name. A missing ``runs_dir`` raises ``ReporterError``. A URL
     (``s3://bucket/prefix``) is read through a local mirror of its finished runs.
 
-    With ``cache`` (the default), what was read of each valid run is kept in the archive's
-    ``.cache/`` folder (``reporter.data.run_cache``) and a run whose files have not changed
+    With ``cache`` (the default), what was read of each valid run is kept in the reporter's
+    cache (``reporter.data.cache``, outside the archive) and a run whose files have not changed
     since is taken from there instead of being read and checked again.
     """
     from reporter.data.remote import resolve_archive  # a URL (s3://...): its finished runs, mirrored into a local cache

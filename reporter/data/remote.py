@@ -37,6 +37,7 @@ from runformat.archive import ArchiveError
 from runformat.remote import MARKER_FILE, MAX_MARKER_BYTES, Marker, MarkerError, describe_url, is_url, open_filesystem, parse_marker
 from runformat.schema import SchemaError, is_valid_run_id, sanitize_label
 from reporter.errors import ReporterError
+from reporter.data.cache import cache_base
 from reporter.data.problem import Problem
 
 UPLOAD_NOTE = ".imagebench-upload"  # in a cached run folder: the upload it holds
@@ -86,8 +87,8 @@ def _within(seconds: float, what: str, call: Callable[..., Any], *args: Any) -> 
 
 
 def default_cache(url: str) -> Path:
-    """``$IMAGEBENCH_CACHE`` (else ``~/.cache/imagebench``) ``/archives/<name of the URL>``."""
-    base = Path(os.environ.get("IMAGEBENCH_CACHE") or Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "imagebench")
+    """``reporter.data.cache.cache_base()/archives/<name of the URL>``."""
+    base = cache_base()
     shown = describe_url(url)
     name = re.sub(r"[^A-Za-z0-9._-]+", "-", shown.split("://", 1)[-1]).strip("-")[:80]
     return base / "archives" / f"{name}-{hashlib.sha256(shown.encode()).hexdigest()[:8]}"

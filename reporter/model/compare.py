@@ -61,7 +61,7 @@ from runformat.schema import BETTER_HIGHER, BETTER_LOWER
 from runformat.vocabulary import Analysis, Note, NoteCode, Verdict
 from reporter.errors import ReporterError
 from reporter.data.load import Archive, Problem, _rows_of
-from reporter.data.summary_cache import Rows, label_key
+from reporter.data.cache import Rows, label_key
 from reporter.model.stats import (
     MIN_UNITS,
     EQUIVALENCE,

@@ -638,7 +638,7 @@ def _fontconfig_file(font: str | None, index: int = 0) -> Path | None:
     WenQuanYi Micro Hei, 0.3 MB cut down). A character the cut-down face lacks (a Chinese
     label of a run) is found in the whole face, with the same widths.
     """
-    from reporter.data.run_cache import cache_base
+    from reporter.data.cache import cache_base
 
     try:
         stat = os.stat(font) if font else None
@@ -821,7 +821,7 @@ class ChartRenderer:
     all of them, in submission order. With ``workers <= 1`` (or a ``render`` function
     other than ``render_svgs``, as tests pass) everything is rendered in this process
     when ``results`` is called. With ``cache``, a chart whose specification was rendered
-    before (by this build or an earlier one, ``reporter.data.build_cache``) is not rendered
+    before (by this build or an earlier one, ``reporter.data.cache``) is not rendered
     again, and one specification shown twice is rendered once.
     """
 
@@ -874,7 +874,7 @@ class ChartRenderer:
         if not specs:
             return
         if self.cache:
-            from reporter.data.build_cache import chart_key, load_svg
+            from reporter.data.cache import chart_key, load_svg
 
             version = self._version()
             keys = [chart_key(spec, version) for spec in specs]
@@ -912,7 +912,7 @@ class ChartRenderer:
         finally:
             self.close()
         if self.cache:
-            from reporter.data.build_cache import store_svgs
+            from reporter.data.cache import store_svgs
 
             store_svgs(rendered.items())
         rendered.update(self.known)

@@ -30,7 +30,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 import click
 
 from reporter.article.compute import compute_article, recorded_families
-from reporter.data.build_cache import compute_key, load_entry, store_entry
+from reporter.data import cache
 from reporter.present.charts import ChartRenderer, render_svgs
 from reporter.model.compare import Comparison, compare_labels, compute_run_summaries, compute_summaries, timing_methods
 from reporter.article.config import (
@@ -60,7 +60,6 @@ from reporter.article.series import compute_label_info, compute_series
 from reporter.site.publish import check_targets, publish_site
 from reporter.site.site_config import LanguageBuild, build_public, language_prefix, site_nav
 from reporter.present.render import LANGUAGES, Messages, render_page
-from reporter.data.run_cache import fingerprint
 from reporter.present.tables import Table
 from reporter.present.terminal import inert
 from reporter.present.views import RAW_FILES, ArticleView, ChartView, WorkloadInfo, load_workloads
@@ -103,7 +102,7 @@ class _Page:
 
 def _cached_pages(key: str) -> list[_Page] | None:
     """The pages stored under ``key``, rendered (text and charts), or None."""
-    entry = load_entry("pages", key)
+    entry = cache.load_entry("pages", key)
     if entry is None:
         return None
     return [_Page(path, "", None, "", key=key, text=text, charts=list(charts)) for path, text, charts in entry]
@@ -155,7 +154,7 @@ def _articles_of(
 
 
 class _ArticleInputs:
-    """Which runs an article reads, for its build cache key (``reporter.data.build_cache``).
+    """Which runs an article reads, for its build cache key (``reporter.data.cache``).
 
     Whatever it finds: the runs of its two sides, and the runs recorded beside them
     (``--interleave``: the article counts a side's idle siblings). When its comparison
@@ -201,7 +200,7 @@ class _ArticleInputs:
         a, _ = self._of(spec)
         wanted = set(devices)
         on = sorted(r for r in a.runs["run_id"].astype(str) if self.device_of.get(r) in wanted and r in self.run_fps)
-        return compute_key("borrowed", sorted(devices), [(r, self.run_fps[r]) for r in on])
+        return cache.key("borrowed", sorted(devices), [(r, self.run_fps[r]) for r in on])
 
 
 class _RunSummaries(Mapping[str, Any]):
@@ -345,15 +344,15 @@ def build_site(
     skipped: list[str] = []
     shared: dict[Any, Any] = {}
     # An article whose inputs are those of an earlier build is taken from the build cache.
-    run_fps = {str(r.run_id): fingerprint(Path(r.path)) for r in archive.runs.itertuples()}
+    run_fps = {str(r.run_id): cache.fingerprint(Path(r.path)) for r in archive.runs.itertuples()}
     problems = [(p.path, p.reason) for p in archive.problems]
     reused = 0
     todo = []
     inputs = _ArticleInputs(archive, run_fps)
     for spec, spec_titles in _articles(selection.specs, site_lang):
-        key = compute_key("article", str(archive.root), spec, sorted(spec_titles.items()), languages, build_command,
+        key = cache.key("article", str(archive.root), spec, sorted(spec_titles.items()), languages, build_command,
                           sorted(families.items()), sorted(titles.items()), problems, inputs.key_parts(spec))
-        hit = load_entry("articles", key)
+        hit = cache.load_entry("articles", key)
         if hit is not None and (not isinstance(hit, tuple) or len(hit) != 3
                                 or hit[2] != inputs.borrow_key(spec, hit[0].borrowed_on)):
             hit = None  # not an entry of this format, or it borrowed from runs that changed since
@@ -400,10 +399,10 @@ def build_site(
                     continue
                 comparison, per_lang = found
                 borrowed = inputs.borrow_key(spec, comparison.borrowed_on)
-                store_entry("articles", key, (comparison, per_lang, borrowed))
+                cache.store_entry("articles", key, (comparison, per_lang, borrowed))
             comparisons.setdefault((spec.baseline, spec.candidate, spec.run_ids, spec.noise, spec.single_band,
                                     spec.correction), comparison)
-            article_key = key if borrowed is None else compute_key(key, borrowed)  # every input of its pages
+            article_key = key if borrowed is None else cache.key(key, borrowed)  # every input of its pages
             for page_lang in languages:
                 data = per_lang[page_lang]
                 untitled = [c.params["terms"] for c in data.verdict.caveats if c.code == "title"]
@@ -459,17 +458,17 @@ def build_site(
             prefix = language_prefix(page_lang, site_lang)
             by_lang[page_lang] = [
                 _Page(prefix + data.page, "article.md.j2", partial(ArticleView, data, _messages(page_lang, data.words)), page_lang, data,
-                      key=compute_key("page", prefix + data.page, article_key, page_lang))
+                      key=cache.key("page", prefix + data.page, article_key, page_lang))
                 for lang, data, article_key in articles if lang == page_lang]
             pages.extend(by_lang[page_lang])
         render(pages)
 
         def summaries_of(run_ids: list[str]) -> Any:  # from the build cache while those runs are unchanged
-            key = compute_key("summaries", str(archive.root), [(r, run_fps[r]) for r in sorted(run_ids)])
-            found = load_entry("summaries", key)
+            key = cache.key("summaries", str(archive.root), [(r, run_fps[r]) for r in sorted(run_ids)])
+            found = cache.load_entry("summaries", key)
             if found is None:
                 found = compute_summaries(restrict(archive, frozenset(run_ids)))
-                store_entry("summaries", key, found)
+                cache.store_entry("summaries", key, found)
             return found
 
         # What is summarised below is written to the summaries cache once, at the end, not once per run.
@@ -509,12 +508,12 @@ def build_site(
             for label in archive.labels():
                 path = prefix + label_page(label)
                 lang_pages.append(_Page(path, "runs_label.md.j2", partial(label_view, archive, label, lang_reports, t),
-                                        page_lang, key=compute_key("page", path, page_lang, runs_of[label], report_key)))
+                                        page_lang, key=cache.key("page", path, page_lang, runs_of[label], report_key)))
             for (label, run_id), make in run_views(archive, t, run_summaries, lazy=True).items():
                 path = prefix + run_page(label, run_id)
                 lang_pages.append(_Page(path, "run.md.j2", make, page_lang,
-                                        key=compute_key("page", path, page_lang, run_id, run_fps[run_id])))
-            trends_key = compute_key("trends", prefix, page_lang, archive_key, workload_key,
+                                        key=cache.key("page", path, page_lang, run_id, run_fps[run_id])))
+            trends_key = cache.key("trends", prefix, page_lang, archive_key, workload_key,
                                      [(c.name, c.labels, sorted(c.run_ids)) for c in selection.classes],
                                      sorted((d, sorted(n)) for d, n in neighbours.items()),
                                      sorted((d, sorted((k, v.version) for k, v in i.items())) for d, i in label_info.items()),
@@ -554,7 +553,7 @@ def build_site(
         if page.key is not None:
             by_key.setdefault(page.key, []).append(page)
     for key, group in by_key.items():
-        store_entry("pages", key, [(p.path, p.text, p.charts) for p in group])
+        cache.store_entry("pages", key, [(p.path, p.text, p.charts) for p in group])
     chart_files = [f"{p.path.rpartition('/')[0]}/{href}" if "/" in p.path else href for p in pages for href, _ in p.charts]
     timings["charts"], clock = time.perf_counter() - clock, time.perf_counter()
     if any(n for _, n in fresh) and "zh" in languages and not renderer.measures_chinese():  # of charts laid out now
@@ -588,15 +587,15 @@ def build_site(
         # the languages and the base config, against what the public folder (unchanged
         # since: its fingerprint) was last built from.
         base = Path(mkdocs_config) if mkdocs_config is not None else REPO_ROOT / "mkdocs.yml"
-        public_key = compute_key("public", str(Path(public_dir).resolve()))
-        inputs = compute_key("public-inputs", _folder_digest(site), navs, languages, site_lang,
+        public_key = cache.key("public", str(Path(public_dir).resolve()))
+        inputs = cache.key("public-inputs", _folder_digest(site), navs, languages, site_lang,
                              base.read_bytes() if base.is_file() else None)
-        if load_entry("public", public_key) == (inputs, fingerprint(Path(public_dir))):
+        if cache.load_entry("public", public_key) == (inputs, cache.fingerprint(Path(public_dir))):
             say(f"the site's sources are those {public_dir} was built from: mkdocs not run")
         else:
             publish_site(Path(public_dir), lambda folder: build_public(
                 site, folder, [LanguageBuild(x, navs[x]) for x in languages], root_lang=site_lang, base_config=mkdocs_config))
-            store_entry("public", public_key, (inputs, fingerprint(Path(public_dir))))
+            cache.store_entry("public", public_key, (inputs, cache.fingerprint(Path(public_dir))))
         timings["mkdocs"] = time.perf_counter() - clock
     return result
 
