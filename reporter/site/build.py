@@ -538,6 +538,7 @@ def _compute_trend_data(b: _Build) -> _TrendData:
 
 
 def _article_pages(b: _Build, page_lang: str, arts: _Articles) -> list[_Page]:
+    """The articles of ``page_lang``, each a page whose build cache key holds every input of the article."""
     prefix = language_prefix(page_lang, b.site_lang)
     return [_Page(prefix + data.page, "article.md.j2", partial(ArticleView, data, _messages(page_lang, data.words)),
                   page_lang, data, key=compute_key("page", prefix + data.page, article_key, page_lang))
