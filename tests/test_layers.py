@@ -159,8 +159,12 @@ def test_the_long_function_check_finds_a_long_method(tmp_path):
     assert _long_functions("pkg", tmp_path) == [f"pkg/mod.py:long ({MAX_FUNCTION_LINES + 1} lines)"]
 
 
-# Stages that keep every function within MAX_FUNCTION_LINES; the others are to follow.
-@pytest.mark.parametrize("package", ["reporter.model"])
+# Material's search parser, forked: it goes once tables are rendered as HTML, exempt until then.
+LONG_FUNCTIONS_LEFT = {"reporter/site/search_speed.py:tag_counting_parser"}
+
+
+# Stages that keep every function within MAX_FUNCTION_LINES.
+@pytest.mark.parametrize("package", ["reporter.model", "reporter.site", "reporter.present"])
 def test_no_function_of_a_stage_is_over_the_limit(package):
-    too_long = _long_functions(package)
+    too_long = [f for f in _long_functions(package) if f.split(" (")[0] not in LONG_FUNCTIONS_LEFT]
     assert too_long == [], "split into pieces that each do one job:\n" + "\n".join(too_long)

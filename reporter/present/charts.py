@@ -316,27 +316,10 @@ def chart_lines(
     overlap are moved apart (see ``_spread``).
     """
     unit, size = scale_unit([r.get("y") for r in rows], y_unit)
-    if not unit:
-        title = y_title
-    elif _CJK.search(y_title):  # Chinese brackets in a Chinese title
-        title = f"{y_title}（{unit}）"
-    else:
-        title = f"{y_title} ({unit})"
     xs = [r["x"] for r in rows]
     by_stack = bool(stacks)
-    data = []
-    for r in rows:
-        d = dict(r)
-        for k in ("y", "y_low", "y_high"):
-            v = r.get(k)
-            d[k] = v / size if isinstance(v, (int, float)) and not isinstance(v, bool) else v
-        if by_stack:
-            stack, variant = _stack_of(r, stacks or ())
-            d["stack"], d["variant"] = wrap_label(stack), wrap_label(variant) if variant else ""
-        d["series"] = wrap_label(str(r["series"]))
-        data.append(d)
+    data = _line_rows(rows, size, stacks or (), by_stack)
     variants = len({d.get("variant") for d in data}) > 1 if by_stack else False
-    stack_names = [wrap_label(s) for s in (stacks or ())]
     direct = direct_labels and not by_stack
     if direct:
         series = {d["series"] for d in data}
@@ -344,40 +327,80 @@ def chart_lines(
             raise ValueError(f"{len(series)} series for a chart of at most {len(MORE_COLORS)} directly labelled lines")
         for d in data:
             d["series"] = wrap_label(str(d["series"]), LABEL_WRAP_CHARS)
-    spec = json.loads(_lines_skeleton(x_title, title, x_type, log_x, log_y, by_stack, variants, direct))
+    spec = json.loads(_lines_skeleton(x_title, _unit_title(y_title, unit), x_type, log_x, log_y, by_stack, variants, direct))
     if by_stack:
-        extra = sorted({d["stack"] for d in data} - set(stack_names))
-        names = stack_names + extra
+        stack_names = [wrap_label(s) for s in (stacks or ())]
+        names = stack_names + sorted({d["stack"] for d in data} - set(stack_names))
         palette = list(STACK_COLORS) + [c for c in MORE_COLORS if c not in STACK_COLORS]
         _patch(spec, ("stack",), scale={"domain": names, "range": palette[:len(names)]})
-    ys = _finite([d.get(k) for d in data for k in ("y", "y_low", "y_high")])
-    y_domain = None
-    if log_y:
-        ys = [v for v in ys if v > 0]
-        if ys:
-            y_domain = _padded_log(min(ys), max(ys))
-            _patch(spec, ("y", "y_low"), scale={"domain": y_domain}, axis={"values": log_ticks(*y_domain)})
-    elif direct and ys:  # the names are placed in pixels: the scale's domain must be known
-        pad = (max(ys) - min(ys)) * 0.05 or abs(max(ys)) * 0.05 or 0.5
-        y_domain = [min(ys) - pad, max(ys) + pad]
-        _patch(spec, ("y", "y_low"), scale={"domain": y_domain, "nice": False},
-               axis={"values": linear_ticks(*y_domain)})
+    y_domain = _patch_y_scale(spec, data, log_y, direct)
     if direct:
         _end_labels(data, xs, x_type, y_domain, log_y)
     if x_type == "Q":
-        xv = sorted(set(_finite(xs)))
-        if log_x:
-            xv = [v for v in xv if v > 0]
-        if xv:
-            # A handful of measured sizes or counts: the ticks are those values.
-            ticks = xv if len(xv) <= 10 else (log_ticks(xv[0], xv[-1]) if log_x else linear_ticks(xv[0], xv[-1]))
-            if log_x:
-                domain = _padded_log(xv[0], xv[-1], 1.15)
-            else:
-                pad = (xv[-1] - xv[0]) * 0.05 or 0.5
-                domain = [xv[0] - pad, xv[-1] + pad]
-            _patch(spec, ("x",), scale={"domain": domain}, axis={"values": ticks})
+        _patch_x_scale(spec, xs, log_x)
     return _with_data(spec, data)
+
+
+def _unit_title(title: str, unit: str | None) -> str:
+    """``title`` with ``unit`` after it in brackets (Chinese ones in a Chinese title)."""
+    if not unit:
+        return title
+    if _CJK.search(title):
+        return f"{title}（{unit}）"
+    return f"{title} ({unit})"
+
+
+def _line_rows(rows: Sequence[Mapping[str, Any]], size: float, stacks: Sequence[str], by_stack: bool) -> list[dict[str, Any]]:
+    """The data of a line chart: ``y`` and its CI divided by ``size`` (the unit shown), names wrapped, and
+    with ``by_stack`` each row's stack and variant (``_stack_of``)."""
+    data = []
+    for r in rows:
+        d = dict(r)
+        for k in ("y", "y_low", "y_high"):
+            v = r.get(k)
+            d[k] = v / size if isinstance(v, (int, float)) and not isinstance(v, bool) else v
+        if by_stack:
+            stack, variant = _stack_of(r, stacks)
+            d["stack"], d["variant"] = wrap_label(stack), wrap_label(variant) if variant else ""
+        d["series"] = wrap_label(str(r["series"]))
+        data.append(d)
+    return data
+
+
+def _patch_y_scale(spec: dict[str, Any], data: Sequence[Mapping[str, Any]], log_y: bool, direct: bool) -> list[float] | None:
+    """Give a line chart's y scale its domain and ticks; return the domain (None: left to Vega-Lite)."""
+    ys = _finite([d.get(k) for d in data for k in ("y", "y_low", "y_high")])
+    if log_y:
+        ys = [v for v in ys if v > 0]
+        if not ys:
+            return None
+        y_domain = _padded_log(min(ys), max(ys))
+        _patch(spec, ("y", "y_low"), scale={"domain": y_domain}, axis={"values": log_ticks(*y_domain)})
+        return y_domain
+    if not (direct and ys):
+        return None
+    # The names are placed in pixels: the scale's domain must be known.
+    pad = (max(ys) - min(ys)) * 0.05 or abs(max(ys)) * 0.05 or 0.5
+    y_domain = [min(ys) - pad, max(ys) + pad]
+    _patch(spec, ("y", "y_low"), scale={"domain": y_domain, "nice": False}, axis={"values": linear_ticks(*y_domain)})
+    return y_domain
+
+
+def _patch_x_scale(spec: dict[str, Any], xs: Sequence[Any], log_x: bool) -> None:
+    """Give a line chart's quantitative x scale its domain and ticks."""
+    xv = sorted(set(_finite(xs)))
+    if log_x:
+        xv = [v for v in xv if v > 0]
+    if not xv:
+        return
+    # A handful of measured sizes or counts: the ticks are those values.
+    ticks = xv if len(xv) <= 10 else (log_ticks(xv[0], xv[-1]) if log_x else linear_ticks(xv[0], xv[-1]))
+    if log_x:
+        domain = _padded_log(xv[0], xv[-1], 1.15)
+    else:
+        pad = (xv[-1] - xv[0]) * 0.05 or 0.5
+        domain = [xv[0] - pad, xv[-1] + pad]
+    _patch(spec, ("x",), scale={"domain": domain}, axis={"values": ticks})
 
 
 def _end_labels(data: list[dict[str, Any]], xs: Sequence[Any], x_type: str, y_domain: Sequence[float] | None,

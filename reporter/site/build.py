@@ -12,14 +12,11 @@ without one, each label is compared with the previous version on the same device
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import shlex
 import shutil
-import subprocess
 import sys
-import tempfile
 import time
 from contextlib import nullcontext
 from dataclasses import dataclass, field, replace
@@ -260,7 +257,7 @@ def _compute_articles(
         return compare_labels(restrict(archive, spec.run_ids), spec.baseline, spec.candidate, noise=spec.noise,
                               single_band=spec.single_band, correction=spec.correction)
 
-    with archive.summaries.deferred() if archive.summaries is not None else nullcontext():
+    with _deferred(archive):
         return _articles_of(archive, specs, languages, families, titles, build_command, compare, {})
 
 
@@ -271,6 +268,416 @@ def _label_methods(run_ids: Iterable[str], label_of: Mapping[str, str], timing: 
     for r in run_ids:
         found.setdefault(label_of[r], set()).add(timing.get(r, ""))
     return {label: next(iter(m)) for label, m in found.items() if len(m) == 1}
+
+
+def _deferred(archive: Archive) -> Any:
+    """Summaries computed inside are written to the archive's summaries cache once, on leaving, not one by one."""
+    return archive.summaries.deferred() if archive.summaries is not None else nullcontext()
+
+
+def _comparison_key(spec: ComparisonSpec) -> tuple[Any, ...]:
+    """What one comparison is computed from: specs that agree on it share it."""
+    return (spec.baseline, spec.candidate, spec.run_ids, spec.noise, spec.single_band, spec.correction)
+
+
+@dataclass
+class _Build:
+    """What every step of one build reads: the archive, the config and languages, the comparisons computed so far."""
+
+    site: Path
+    runs_dir: Path | str
+    config: SiteConfig
+    site_lang: str
+    languages: tuple[str, ...]  # the root language first
+    archive: Archive
+    workloads: dict[str, WorkloadInfo]
+    selection: _Selection
+    build_command: str  # the command the pages name as the one that built them
+    say: Callable[[str], None]
+    comparisons: dict[tuple[Any, ...], Comparison | ReporterError] = field(default_factory=dict)
+    families: dict[str, str] = field(init=False)  # per workload
+    titles: dict[str, str] = field(init=False)  # per workload
+    # An article or page whose inputs are those of an earlier build is taken from the build cache:
+    # the identity of each run (by run id), and the problems of the archive.
+    run_fps: dict[str, Any] = field(init=False)
+    problems: list[tuple[Any, str]] = field(init=False)
+    runs_of: dict[str, list[tuple[str, Any]]] = field(init=False)  # per label, its runs' ids and fingerprints
+
+    def __post_init__(self) -> None:
+        self.families = {name: w.family for name, w in self.workloads.items()}
+        self.titles = {name: w.title for name, w in self.workloads.items()}
+        self.run_fps = {str(r.run_id): cache.fingerprint(Path(r.path)) for r in self.archive.runs.itertuples()}
+        self.problems = [(p.path, p.reason) for p in self.archive.problems]
+        self.runs_of = {}
+        runs = self.archive.runs
+        for run_id, label in sorted(zip(runs["run_id"].astype(str), runs["label"].astype(str))):
+            self.runs_of.setdefault(label, []).append((run_id, self.run_fps[run_id]))
+
+    def compare(self, spec: ComparisonSpec) -> Comparison:
+        """``compare_labels`` for ``spec``, computed once a build (its ReporterError too)."""
+        key = _comparison_key(spec)
+        if key not in self.comparisons:
+            try:
+                self.comparisons[key] = compare_labels(restrict(self.archive, spec.run_ids), spec.baseline, spec.candidate,
+                                                       noise=spec.noise, single_band=spec.single_band,
+                                                       correction=spec.correction)
+            except ReporterError as e:
+                self.comparisons[key] = e
+        found = self.comparisons[key]
+        if isinstance(found, ReporterError):
+            raise found
+        return found
+
+    def summaries_of(self, run_ids: list[str]) -> Any:
+        """``compute_summaries`` of ``run_ids``, from the build cache while those runs are unchanged."""
+        key = cache.key("summaries", str(self.archive.root), [(r, self.run_fps[r]) for r in sorted(run_ids)])
+        found = cache.load_entry("summaries", key)
+        if found is None:
+            found = compute_summaries(restrict(self.archive, frozenset(run_ids)))
+            cache.store_entry("summaries", key, found)
+        return found
+
+
+def _load_build(runs_dir: Path | str, site: Path, lang: str | None, config_path: Path | str | None,
+                languages: Sequence[str] | None, workloads: Mapping[str, WorkloadInfo] | None,
+                say: Callable[[str], None]) -> _Build:
+    """Load the config, the archive and the workloads, and select the comparisons to publish."""
+    explicit = config_path is not None
+    config = load_config(Path(config_path) if explicit else Path(DEFAULT_CONFIG), explicit=explicit)
+    site_lang = lang or config.lang or "en"
+    if site_lang not in LANGUAGES:
+        raise ReporterError(f"--lang {site_lang!r}: choose one of: {', '.join(LANGUAGES)}")
+    chosen = _languages(site_lang, languages)
+    archive = load_archive(runs_dir)
+    for p in archive.problems:
+        say(f"warning: skipped {p.path}: {p.reason}")
+    build_command = f"reporter build --runs {_portable_path(runs_dir, 'runs')}" + (
+        f" --config {_portable_path(config_path, 'imagebench.toml')}" if explicit else "")
+    return _Build(site, runs_dir, config, site_lang, chosen, archive,
+                  dict(workloads) if workloads is not None else load_workloads(), _select(config, archive),
+                  build_command, say)
+
+
+# ---- articles --------------------------------------------------------------------------------
+
+
+@dataclass
+class _Articles:
+    """The build's articles: their data per language, and the reports index's entries of each language."""
+
+    pages: list[tuple[str, Any, str]] = field(default_factory=list)  # (language, ArticleData, its build cache key)
+    reports: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    skipped: list[str] = field(default_factory=list)
+    reused: int = 0  # how many were taken from the build cache
+
+
+def _look_up_articles(b: _Build, inputs: _ArticleInputs) -> list[tuple[ComparisonSpec, dict[str, str], str, Any]]:
+    """Per article: its comparison, its titles, its build cache key and what the cache holds there (None: compute it)."""
+    todo = []
+    for spec, spec_titles in _articles(b.selection.specs, b.site_lang):
+        key = cache.key("article", str(b.archive.root), spec, sorted(spec_titles.items()), b.languages, b.build_command,
+                          sorted(b.families.items()), sorted(b.titles.items()), b.problems, inputs.key_parts(spec))
+        hit = cache.load_entry("articles", key)
+        if hit is not None and (not isinstance(hit, tuple) or len(hit) != 3
+                                or hit[2] != inputs.borrow_key(spec, hit[0].borrowed_on)):
+            hit = None  # not an entry of this format, or it borrowed from runs that changed since
+        todo.append((spec, spec_titles, key, hit))
+    return todo
+
+
+def _compute_missing(b: _Build, misses: list[tuple[ComparisonSpec, dict[str, str]]], renderer: ChartRenderer,
+                     chart_workers: int | None) -> list[tuple[Comparison, dict[str, Any]] | ReporterError]:
+    """``_articles_of`` the articles not in the build cache, in their order: in other processes when there are several."""
+    global _INHERITED
+    workers = min(len(misses), chart_workers if chart_workers is not None else min(4, os.cpu_count() or 1))
+    context = _article_context()
+    if not (workers > 1 and len(misses) >= PARALLEL_ARTICLES
+            and (context.get_start_method() == "fork" or "://" not in str(b.runs_dir))):
+        with _deferred(b.archive):
+            return _articles_of(b.archive, misses, b.languages, b.families, b.titles, b.build_command, b.compare, {})
+    chunks = [list(range(len(misses) * i // workers, len(misses) * (i + 1) // workers)) for i in range(workers)]
+    from concurrent.futures import ProcessPoolExecutor
+
+    _INHERITED = b.archive if context.get_start_method() == "fork" else None
+    try:
+        with ProcessPoolExecutor(workers, mp_context=context) as pool:
+            jobs = [pool.submit(_compute_articles, str(b.archive.root), [misses[i] for i in chunk], b.languages,
+                                b.families, b.titles, b.build_command) for chunk in chunks]
+            renderer.start()  # the article processes are forked: this process forks no more
+            return [found for job in jobs for found in job.result()]
+    finally:
+        _INHERITED = None
+
+
+def _gather_articles(b: _Build, todo: list[tuple[ComparisonSpec, dict[str, str], str, Any]],
+                     computed: list[tuple[Comparison, dict[str, Any]] | ReporterError], inputs: _ArticleInputs) -> _Articles:
+    """The articles of ``todo``, each from the build cache or ``computed`` (stored there for the next build)."""
+    arts = _Articles(reports={x: [] for x in b.languages})
+    fresh = iter(computed)
+    for spec, spec_titles, key, hit in todo:
+        if hit is not None:
+            comparison, per_lang, borrowed = hit
+            arts.reused += 1
+        else:
+            found = next(fresh)
+            if isinstance(found, ReporterError):
+                arts.skipped.append(f"{spec.baseline} → {spec.candidate}: {found}")
+                b.say(f"warning: no report for {spec.baseline} -> {spec.candidate}: {found}")
+                continue
+            comparison, per_lang = found
+            borrowed = inputs.borrow_key(spec, comparison.borrowed_on)
+            cache.store_entry("articles", key, (comparison, per_lang, borrowed))
+        b.comparisons.setdefault(_comparison_key(spec), comparison)
+        article_key = key if borrowed is None else cache.key(key, borrowed)  # every input of its pages
+        for page_lang in b.languages:
+            data = per_lang[page_lang]
+            untitled = [c.params["terms"] for c in data.verdict.caveats if c.code == "title"]
+            if untitled:
+                b.say(f"warning: {data.page}: the title {data.title!r} names {untitled[0]}, which its runs did not compare")
+            arts.pages.append((page_lang, data, article_key))
+            arts.reports[page_lang].append({"title": data.title, "page": data.page, "baseline": spec.baseline,
+                                            "candidate": spec.candidate, "device": data.device, "comparison": comparison,
+                                            "headline": data.headline, "lang": data.lang, "validates": spec.validates})
+    return arts
+
+
+def _compute_build_articles(b: _Build, renderer: ChartRenderer, chart_workers: int | None) -> _Articles:
+    """Every article of the build, in every language: taken from the build cache where its inputs are unchanged."""
+    inputs = _ArticleInputs(b.archive, b.run_fps)
+    todo = _look_up_articles(b, inputs)
+    misses = [(spec, spec_titles) for spec, spec_titles, _, hit in todo if hit is None]
+    arts = _gather_articles(b, todo, _compute_missing(b, misses, renderer, chart_workers), inputs)
+    b.say(f"{arts.reused} of {len(arts.pages) // len(b.languages)} article(s) unchanged since an earlier build, "
+          "taken from the build cache")
+    return arts
+
+
+# ---- pages -----------------------------------------------------------------------------------
+
+
+class _Rendering:
+    """Renders pages into Markdown, their charts in the chart processes meanwhile.
+
+    A page, or a group of pages made by one view (trends), whose inputs are those of an
+    earlier build is taken rendered, with its charts' SVGs, from the build cache (``_Page.key``).
+    """
+
+    def __init__(self, renderer: ChartRenderer) -> None:
+        self.renderer = renderer
+        self.checked: set[str] = set()  # page keys looked up in the build cache
+        self.fresh: list[tuple[_Page, int]] = []  # pages rendered now, with the number of charts each submitted
+
+    def render(self, batch: list[_Page]) -> None:
+        # Each chart is an SVG file beside its page (charts/<page>-<id>.svg), shown as an image
+        # (Markdown and the search index then never parse an SVG's thousands of elements).
+        for page in batch:
+            if page.text is not None:
+                continue
+            if page.key is not None and page.key not in self.checked:
+                self.checked.add(page.key)
+                if _fill_from_cache(page.key, batch):
+                    continue
+            view = page.view() if callable(page.view) else page.view
+            charts = _charts_of(view)
+            name = page.path.rpartition("/")[2]
+            for c in charts:
+                c.href = f"charts/{name.removesuffix('.md')}-{c.ident}.svg"
+            self.renderer.submit([c.spec for c in charts])
+            page.text = render_page(page.template, view, page.lang, marker=GENERATED_MARKER, data=page.data)
+            page.charts = [(c.href, "") for c in charts]
+            self.fresh.append((page, len(charts)))
+
+    def finish(self, svgs: Iterable[str]) -> None:
+        """Give the pages rendered now the SVGs of their charts (in submission order), and store them in the build cache."""
+        found = iter(svgs)
+        for page, _ in self.fresh:
+            page.charts = [(href, next(found)) for href, _ in page.charts]
+        by_key: dict[str, list[_Page]] = {}
+        for page, _ in self.fresh:
+            if page.key is not None:
+                by_key.setdefault(page.key, []).append(page)
+        for key, group in by_key.items():
+            cache.store_entry("pages", key, [(p.path, p.text, p.charts) for p in group])
+
+
+@dataclass
+class _TrendData:
+    """What the trend pages of every language are viewed from."""
+
+    inputs: list[TrendInput]
+    neighbours: dict[str, dict[tuple[str, str], Comparison]]  # per device class
+    label_info: dict[str, Any]  # per device class, per label
+    run_summaries: _RunSummaries
+
+
+def _compute_trend_data(b: _Build) -> _TrendData:
+    """Trends compare neighbouring versions of each release series (labels ordered by the torch version
+    their runs recorded), and flag the changes between them."""
+    archive, classes = b.archive, b.selection.classes
+    with _deferred(archive):
+        neighbours: dict[str, dict[tuple[str, str], Comparison]] = {}
+        label_info = {cls.name: compute_label_info(archive, cls.run_ids) for cls in classes}
+        defaults = {(s.device, s.baseline, s.candidate): s for s in default_comparisons(classes, archive)}
+        series_specs = [defaults.get((cls.name, before, after))
+                        or ComparisonSpec(baseline=before, candidate=after, device=cls.name, run_ids=cls.run_ids)
+                        for cls in classes for ser in compute_series(cls, label_info[cls.name])
+                        for before, after in ser.pairs]
+        for spec in series_specs:
+            try:
+                neighbours.setdefault(spec.device or "", {})[(spec.baseline, spec.candidate)] = b.compare(spec)
+            except ReporterError:
+                continue
+        run_summaries = _RunSummaries(archive)
+        timing = timing_methods(archive)
+        label_of = dict(zip(archive.runs["run_id"].astype(str), archive.runs["label"].astype(str)))
+        inputs = [TrendInput(cls, b.summaries_of(sorted(cls.run_ids)), neighbours.get(cls.name, {}),
+                             _label_methods(cls.run_ids, label_of, timing), label_info[cls.name])
+                  for cls in classes]
+    return _TrendData(inputs, neighbours, label_info, run_summaries)
+
+
+def _article_pages(b: _Build, page_lang: str, arts: _Articles) -> list[_Page]:
+    """The articles of ``page_lang``, each a page whose build cache key holds every input of the article."""
+    prefix = language_prefix(page_lang, b.site_lang)
+    return [_Page(prefix + data.page, "article.md.j2", partial(ArticleView, data, _messages(page_lang, data.words)),
+                  page_lang, data, key=cache.key("page", prefix + data.page, article_key, page_lang))
+            for lang, data, article_key in arts.pages if lang == page_lang]
+
+
+def _archive_pages(b: _Build, page_lang: str, t: Messages, arts: _Articles, trends: _TrendData) -> list[_Page]:
+    """The reports and runs indexes, a page per label and one per run."""
+    prefix, archive, lang_reports = language_prefix(page_lang, b.site_lang), b.archive, arts.reports[page_lang]
+    pages = [_Page(prefix + "reports/index.md", "reports_index.md.j2",
+                   reports_index_view(lang_reports, archive=archive, chosen_by=b.selection.chosen_by,
+                                      config_name=b.config.source.name if b.config.source else None,
+                                      skipped=arts.skipped, t=t), page_lang),
+             _Page(prefix + "runs/index.md", "runs_index.md.j2", runs_index_view(archive, b.selection.classes, t), page_lang)]
+    report_key = _report_key(lang_reports)
+    for label in archive.labels():
+        path = prefix + label_page(label)
+        pages.append(_Page(path, "runs_label.md.j2", partial(label_view, archive, label, lang_reports, t),
+                           page_lang, key=cache.key("page", path, page_lang, b.runs_of[label], report_key)))
+    for (label, run_id), make in run_views(archive, t, trends.run_summaries, lazy=True).items():
+        path = prefix + run_page(label, run_id)
+        pages.append(_Page(path, "run.md.j2", make, page_lang,
+                           key=cache.key("page", path, page_lang, run_id, b.run_fps[run_id])))
+    return pages
+
+
+def _report_key(lang_reports: list[dict[str, Any]]) -> list[tuple[str, ...]]:
+    """What the pages that link the articles read of them."""
+    return [(r["title"], r["page"], r["baseline"], r["candidate"]) for r in lang_reports]
+
+
+def _trend_pages(b: _Build, page_lang: str, t: Messages, lang_reports: list[dict[str, Any]], trends: _TrendData,
+                 rendering: _Rendering) -> list[_Page]:
+    """The trends index and a page per workload family: from the build cache, or viewed now (not yet rendered)."""
+    prefix = language_prefix(page_lang, b.site_lang)
+    trends_key = cache.key("trends", prefix, page_lang, [sorted(b.run_fps.items()), b.problems],
+                             sorted((name, repr(w)) for name, w in b.workloads.items()),
+                             [(c.name, c.labels, sorted(c.run_ids)) for c in b.selection.classes],
+                             sorted((d, sorted(n)) for d, n in trends.neighbours.items()),
+                             sorted((d, sorted((k, v.version) for k, v in i.items())) for d, i in trends.label_info.items()),
+                             _report_key(lang_reports))
+    trend_pages = _cached_pages(trends_key)
+    if trend_pages is None:
+        rendering.checked.add(trends_key)
+        trends_index, trend_families = trends_views(trends.inputs, b.workloads, t, [0], lang_reports)
+        trend_pages = [_Page(prefix + "trends/index.md", "trends_index.md.j2", trends_index, page_lang, key=trends_key)]
+        trend_pages += [_Page(prefix + f"trends/{family}.md", "trends_family.md.j2", view, page_lang, key=trends_key)
+                        for family, view in trend_families.items()]
+    return trend_pages
+
+
+def _language_pages(b: _Build, page_lang: str, arts: _Articles, trends: _TrendData,
+                    rendering: _Rendering) -> tuple[list[_Page], Any]:
+    """Every page of ``page_lang`` but its articles, at one path under the language's folder, and its navigation.
+
+    The trend pages are rendered at once: their charts go to the chart processes before the pages without any.
+    """
+    prefix = language_prefix(page_lang, b.site_lang)
+    t = _messages(page_lang)
+    lang_reports = arts.reports[page_lang]
+    pages = _archive_pages(b, page_lang, t, arts, trends)
+    trend_pages = _trend_pages(b, page_lang, t, lang_reports, trends, rendering)
+    pages += trend_pages
+    rendering.render(trend_pages)
+    families_shown = [p.path[len(prefix + "trends/"):].removesuffix(".md") for p in trend_pages[1:]]
+    pages.append(_Page(prefix + "methodology.md", "methodology.md.j2", methodology_view(b.workloads, t), page_lang))
+    guide = guide_pages(page_lang)
+    pages += [_Page(prefix + path, "", None, page_lang, text=text) for path, text in guide]
+    home = b.site / "index.md"
+    if prefix or not home.exists() or _is_generated_file(home):
+        pages.append(_Page(prefix + "index.md", "home.md.j2", home_view(lang_reports, t), page_lang))
+    nav = site_nav({k: t.plain(f"nav.{k}") for k in ("reports", "validation", "runs", "trends", "methodology", "guide")},
+                   [r["page"] for r in lang_reports if not r.get("validates")],
+                   [label_page(label) for label in b.archive.labels()],
+                   [f"trends/{f}.md" for f in families_shown],
+                   validation_pages=[r["page"] for r in lang_reports if r.get("validates")],
+                   guide_pages=[path for path, _ in guide])
+    return pages, nav
+
+
+def _render_pages(b: _Build, arts: _Articles, rendering: _Rendering) -> tuple[list[_Page], dict[str, Any]]:
+    """View and render every page of every language (charts render in other processes meanwhile): the
+    pages in the order of the languages, each language's articles first, and each language's navigation."""
+    # Articles (in every language) first: their charts, most of the rendering, keep the chart
+    # processes busy while the trends' inputs are summarised and the other pages are viewed
+    # (trends first of all, their charts submitted as soon as they are viewed).
+    by_lang = {page_lang: _article_pages(b, page_lang, arts) for page_lang in b.languages}
+    rendering.render([p for x in b.languages for p in by_lang[x]])
+    trends = _compute_trend_data(b)
+    navs: dict[str, Any] = {}
+    for page_lang in b.languages:
+        more, navs[page_lang] = _language_pages(b, page_lang, arts, trends, rendering)
+        by_lang[page_lang] += more
+    pages = [p for x in b.languages for p in by_lang[x]]
+    rendering.render(pages)
+    return pages, navs
+
+
+# ---- writing and publishing ------------------------------------------------------------------
+
+
+def _write_site(b: _Build, pages: list[_Page]) -> list[str]:
+    """Write only the files whose content changed, then delete what the last build wrote and this one did not."""
+    site = b.site
+    stale = _prepare_generated(site, [language_prefix(x, b.site_lang) for x in b.languages if x != b.site_lang])
+    written = []
+    for p in pages:
+        target = site / p.path
+        _put(target, p.text.encode("utf-8"), stale)
+        written.append(p.path)
+        for href, svg in p.charts:
+            _put(target.parent / href, svg.encode("utf-8"), stale)
+    for prefix in (language_prefix(x, b.site_lang) for x in b.languages):
+        for asset in sorted(ASSETS_DIR.iterdir()):
+            _put(site / prefix / "imagebench" / asset.name, asset.read_bytes(), stale)
+        for r in b.archive.runs.itertuples():
+            folder = (site / prefix / run_page(str(r.label), str(r.run_id))).parent
+            for name in RAW_FILES:
+                _copy(Path(r.path) / name, folder / name, stale)
+    _remove(site, stale)
+    return written
+
+
+def _run_mkdocs(b: _Build, public: Path, navs: dict[str, Any], mkdocs_config: Path | str | None) -> None:
+    """MkDocs into ``public``, only when its input changed: every file of the site folder, the navigation,
+    the languages and the base config, against what the public folder (unchanged since: its fingerprint)
+    was last built from."""
+    base = Path(mkdocs_config) if mkdocs_config is not None else REPO_ROOT / "mkdocs.yml"
+    public_key = cache.key("public", str(public.resolve()))
+    inputs = cache.key("public-inputs", _folder_digest(b.site), navs, b.languages, b.site_lang,
+                         base.read_bytes() if base.is_file() else None)
+    if cache.load_entry("public", public_key) == (inputs, cache.fingerprint(public)):
+        b.say(f"the site's sources are those {public} was built from: mkdocs not run")
+        return
+    publish_site(public, lambda folder: build_public(
+        b.site, folder, [LanguageBuild(x, navs[x]) for x in b.languages], root_lang=b.site_lang, base_config=mkdocs_config))
+    cache.store_entry("public", public_key, (inputs, cache.fingerprint(public)))
+
+
+# ---- the build -------------------------------------------------------------------------------
 
 
 def build_site(
@@ -300,304 +707,47 @@ def build_site(
     _check_generated(site)  # before the work: a folder we may not replace stops the build at once
     check_targets(runs_dir, site, public_dir)  # never into the archive; writable; --public ours to replace
     timings: dict[str, float] = {}
-    clock = time.perf_counter()
+    lap = _stopwatch(timings)
 
-    # 1. load
-    explicit = config_path is not None
-    config = load_config(Path(config_path) if explicit else Path(DEFAULT_CONFIG), explicit=explicit)
-    site_lang = lang or config.lang or "en"
-    if site_lang not in LANGUAGES:
-        raise ReporterError(f"--lang {site_lang!r}: choose one of: {', '.join(LANGUAGES)}")
-    languages = _languages(site_lang, languages)
-    archive = load_archive(runs_dir)
-    for p in archive.problems:
-        say(f"warning: skipped {p.path}: {p.reason}")
-    workloads = dict(workloads) if workloads is not None else load_workloads()
-    timings["load"], clock = time.perf_counter() - clock, time.perf_counter()
-
-    # 2. select
-    selection = _select(config, archive)
-
-    # 3. compute
-    comparisons: dict[tuple[Any, ...], Comparison | ReporterError] = {}
-
-    def compare(spec: ComparisonSpec) -> Comparison:
-        key = (spec.baseline, spec.candidate, spec.run_ids, spec.noise, spec.single_band, spec.correction)
-        if key not in comparisons:
-            try:
-                comparisons[key] = compare_labels(restrict(archive, spec.run_ids), spec.baseline, spec.candidate,
-                                                  noise=spec.noise, single_band=spec.single_band,
-                                                  correction=spec.correction)
-            except ReporterError as e:
-                comparisons[key] = e
-        found = comparisons[key]
-        if isinstance(found, ReporterError):
-            raise found
-        return found
-
-    build_command = f"reporter build --runs {_portable_path(runs_dir, 'runs')}" + (
-        f" --config {_portable_path(config_path, 'imagebench.toml')}" if explicit else "")
-    families = {name: w.family for name, w in workloads.items()}
-    titles = {name: w.title for name, w in workloads.items()}
-    articles: list[tuple[str, Any, str]] = []  # (language, ArticleData, the article's build cache key)
-    reports: dict[str, list[dict[str, Any]]] = {x: [] for x in languages}
-    skipped: list[str] = []
-    shared: dict[Any, Any] = {}
-    # An article whose inputs are those of an earlier build is taken from the build cache.
-    run_fps = {str(r.run_id): cache.fingerprint(Path(r.path)) for r in archive.runs.itertuples()}
-    problems = [(p.path, p.reason) for p in archive.problems]
-    reused = 0
-    todo = []
-    inputs = _ArticleInputs(archive, run_fps)
-    for spec, spec_titles in _articles(selection.specs, site_lang):
-        key = cache.key("article", str(archive.root), spec, sorted(spec_titles.items()), languages, build_command,
-                          sorted(families.items()), sorted(titles.items()), problems, inputs.key_parts(spec))
-        hit = cache.load_entry("articles", key)
-        if hit is not None and (not isinstance(hit, tuple) or len(hit) != 3
-                                or hit[2] != inputs.borrow_key(spec, hit[0].borrowed_on)):
-            hit = None  # not an entry of this format, or it borrowed from runs that changed since
-        todo.append((spec, spec_titles, key, hit))
-    # The articles not in the build cache, computed in other processes when there are several.
-    misses = [(spec, spec_titles) for spec, spec_titles, _, hit in todo if hit is None]
+    b = _load_build(runs_dir, site, lang, config_path, languages, workloads, say)
+    lap("load")
     # The chart processes start while the articles are computed (``ChartRenderer.start``).
     renderer = ChartRenderer(chart_workers, render=render_svgs, cache=True)
+    rendering = _Rendering(renderer)
     try:
-        workers = min(len(misses), chart_workers if chart_workers is not None else min(4, os.cpu_count() or 1))
-        computed: dict[int, Any] = {}
-        context = _article_context()
-        if workers > 1 and len(misses) >= PARALLEL_ARTICLES and (context.get_start_method() == "fork"
-                                                                 or "://" not in str(runs_dir)):
-            chunks = [list(range(len(misses) * i // workers, len(misses) * (i + 1) // workers)) for i in range(workers)]
-            from concurrent.futures import ProcessPoolExecutor
-
-            global _INHERITED
-            _INHERITED = archive if context.get_start_method() == "fork" else None
-            try:
-                with ProcessPoolExecutor(workers, mp_context=context) as pool:
-                    jobs = [pool.submit(_compute_articles, str(archive.root), [misses[i] for i in chunk], languages,
-                                        families, titles, build_command) for chunk in chunks]
-                    renderer.start()  # the article processes are forked: this process forks no more
-                    for chunk, job in zip(chunks, jobs):
-                        computed.update(zip(chunk, job.result()))
-            finally:
-                _INHERITED = None
-        else:
-            with archive.summaries.deferred() if archive.summaries is not None else nullcontext():
-                computed = dict(enumerate(_articles_of(archive, misses, languages, families, titles, build_command,
-                                                       compare, shared)))
-        misses_seen = 0
-        for spec, spec_titles, key, hit in todo:
-            if hit is not None:
-                comparison, per_lang, borrowed = hit
-                reused += 1
-            else:
-                found = computed[misses_seen]
-                misses_seen += 1
-                if isinstance(found, ReporterError):
-                    skipped.append(f"{spec.baseline} → {spec.candidate}: {found}")
-                    say(f"warning: no report for {spec.baseline} -> {spec.candidate}: {found}")
-                    continue
-                comparison, per_lang = found
-                borrowed = inputs.borrow_key(spec, comparison.borrowed_on)
-                cache.store_entry("articles", key, (comparison, per_lang, borrowed))
-            comparisons.setdefault((spec.baseline, spec.candidate, spec.run_ids, spec.noise, spec.single_band,
-                                    spec.correction), comparison)
-            article_key = key if borrowed is None else cache.key(key, borrowed)  # every input of its pages
-            for page_lang in languages:
-                data = per_lang[page_lang]
-                untitled = [c.params["terms"] for c in data.verdict.caveats if c.code == "title"]
-                if untitled:
-                    say(f"warning: {data.page}: the title {data.title!r} names {untitled[0]}, which its runs did not compare")
-                articles.append((page_lang, data, article_key))
-                reports[page_lang].append({"title": data.title, "page": data.page, "baseline": spec.baseline,
-                                           "candidate": spec.candidate, "device": data.device, "comparison": comparison,
-                                           "headline": data.headline, "lang": data.lang, "validates": spec.validates})
-        timings["compare"], clock = time.perf_counter() - clock, time.perf_counter()
-        say(f"{reused} of {len(articles) // len(languages)} article(s) unchanged since an earlier build, taken from the build cache")
-
-        # 4. view and render (charts render in other processes meanwhile). A page, or a group of
-        # pages made by one view (trends), whose inputs are those of an earlier build is taken
-        # rendered, with its charts' SVGs, from the build cache (``_Page.key``).
-        t = _messages(site_lang)
-        pages: list[_Page] = []
-        navs: dict[str, list[Any]] = {}
-        home = site / "index.md"
-        archive_key = [sorted(run_fps.items()), problems]
-        workload_key = sorted((name, repr(w)) for name, w in workloads.items())
-        checked: set[str] = set()  # page keys looked up in the build cache
-        runs_of: dict[str, list[tuple[str, Any]]] = {}  # per label, its runs' ids and fingerprints
-        for run_id, label in sorted(zip(archive.runs["run_id"].astype(str), archive.runs["label"].astype(str))):
-            runs_of.setdefault(label, []).append((run_id, run_fps[run_id]))
-        fresh: list[tuple[_Page, int]] = []  # pages rendered now, with the number of charts each submitted
-
-        def render(batch: list[_Page]) -> None:
-            # Each chart is an SVG file beside its page (charts/<page>-<id>.svg), shown as an image
-            # (Markdown and the search index then never parse an SVG's thousands of elements).
-            for page in batch:
-                if page.text is not None:
-                    continue
-                if page.key is not None and page.key not in checked:
-                    checked.add(page.key)
-                    if _fill_from_cache(page.key, pages):
-                        continue
-                view = page.view() if callable(page.view) else page.view
-                folder, _, name = page.path.rpartition("/")
-                charts = _charts_of(view)
-                for c in charts:
-                    c.href = f"charts/{name.removesuffix('.md')}-{c.ident}.svg"
-                renderer.submit([c.spec for c in charts])
-                page.text = render_page(page.template, view, page.lang, marker=GENERATED_MARKER, data=page.data)
-                page.charts = [(c.href, "") for c in charts]
-                fresh.append((page, len(charts)))
-
-        # Articles (in every language) first: their charts, most of the rendering, keep the
-        # chart processes busy while the trends' inputs are summarised and the other pages are
-        # viewed (trends first of all, their charts submitted as soon as they are viewed).
-        by_lang: dict[str, list[_Page]] = {}
-        for page_lang in languages:
-            prefix = language_prefix(page_lang, site_lang)
-            by_lang[page_lang] = [
-                _Page(prefix + data.page, "article.md.j2", partial(ArticleView, data, _messages(page_lang, data.words)), page_lang, data,
-                      key=cache.key("page", prefix + data.page, article_key, page_lang))
-                for lang, data, article_key in articles if lang == page_lang]
-            pages.extend(by_lang[page_lang])
-        render(pages)
-
-        def summaries_of(run_ids: list[str]) -> Any:  # from the build cache while those runs are unchanged
-            key = cache.key("summaries", str(archive.root), [(r, run_fps[r]) for r in sorted(run_ids)])
-            found = cache.load_entry("summaries", key)
-            if found is None:
-                found = compute_summaries(restrict(archive, frozenset(run_ids)))
-                cache.store_entry("summaries", key, found)
-            return found
-
-        # What is summarised below is written to the summaries cache once, at the end, not once per run.
-        with archive.summaries.deferred() if archive.summaries is not None else nullcontext():
-            # Trends compare neighbouring versions of each release series (labels ordered by the
-            # torch version their runs recorded), and flag the changes between them.
-            neighbours: dict[str, dict[tuple[str, str], Comparison]] = {}
-            label_info = {cls.name: compute_label_info(archive, cls.run_ids) for cls in selection.classes}
-            defaults = {(s.device, s.baseline, s.candidate): s for s in default_comparisons(selection.classes, archive)}
-            series_specs = [defaults.get((cls.name, before, after))
-                            or ComparisonSpec(baseline=before, candidate=after, device=cls.name, run_ids=cls.run_ids)
-                            for cls in selection.classes for ser in compute_series(cls, label_info[cls.name])
-                            for before, after in ser.pairs]
-            for spec in series_specs:
-                try:
-                    neighbours.setdefault(spec.device or "", {})[(spec.baseline, spec.candidate)] = compare(spec)
-                except ReporterError:
-                    continue
-            run_summaries = _RunSummaries(archive)
-            timing = timing_methods(archive)
-            label_of = dict(zip(archive.runs["run_id"].astype(str), archive.runs["label"].astype(str)))
-            trend_inputs = [TrendInput(cls, summaries_of(sorted(cls.run_ids)), neighbours.get(cls.name, {}),
-                                       _label_methods(cls.run_ids, label_of, timing), label_info[cls.name])
-                            for cls in selection.classes]
-        for page_lang in languages:  # every page in every language, at one path under the language's folder
-            prefix = language_prefix(page_lang, site_lang)
-            t = _messages(page_lang)
-            lang_reports = reports[page_lang]
-            lang_pages = by_lang[page_lang]
-            lang_pages.append(_Page(prefix + "reports/index.md", "reports_index.md.j2",
-                                    reports_index_view(lang_reports, archive=archive, chosen_by=selection.chosen_by,
-                                                       config_name=config.source.name if config.source else None,
-                                                       skipped=skipped, t=t), page_lang))
-            lang_pages.append(_Page(prefix + "runs/index.md", "runs_index.md.j2",
-                                    runs_index_view(archive, selection.classes, t), page_lang))
-            report_key = [(r["title"], r["page"], r["baseline"], r["candidate"]) for r in lang_reports]
-            for label in archive.labels():
-                path = prefix + label_page(label)
-                lang_pages.append(_Page(path, "runs_label.md.j2", partial(label_view, archive, label, lang_reports, t),
-                                        page_lang, key=cache.key("page", path, page_lang, runs_of[label], report_key)))
-            for (label, run_id), make in run_views(archive, t, run_summaries, lazy=True).items():
-                path = prefix + run_page(label, run_id)
-                lang_pages.append(_Page(path, "run.md.j2", make, page_lang,
-                                        key=cache.key("page", path, page_lang, run_id, run_fps[run_id])))
-            trends_key = cache.key("trends", prefix, page_lang, archive_key, workload_key,
-                                     [(c.name, c.labels, sorted(c.run_ids)) for c in selection.classes],
-                                     sorted((d, sorted(n)) for d, n in neighbours.items()),
-                                     sorted((d, sorted((k, v.version) for k, v in i.items())) for d, i in label_info.items()),
-                                     report_key)
-            trend_pages = _cached_pages(trends_key)
-            if trend_pages is None:
-                checked.add(trends_key)
-                trends_index, trend_families = trends_views(trend_inputs, workloads, t, [0], lang_reports)
-                trend_pages = [_Page(prefix + "trends/index.md", "trends_index.md.j2", trends_index, page_lang, key=trends_key)]
-                trend_pages += [_Page(prefix + f"trends/{family}.md", "trends_family.md.j2", view, page_lang, key=trends_key)
-                                for family, view in trend_families.items()]
-            lang_pages += trend_pages
-            render(trend_pages)  # their charts to the chart processes now, before the pages without any
-            families_shown = [p.path[len(prefix + "trends/"):].removesuffix(".md") for p in trend_pages[1:]]
-            lang_pages.append(_Page(prefix + "methodology.md", "methodology.md.j2", methodology_view(workloads, t), page_lang))
-            guide = guide_pages(page_lang)
-            lang_pages += [_Page(prefix + path, "", None, page_lang, text=text) for path, text in guide]
-            if prefix or not home.exists() or _is_generated_file(home):
-                lang_pages.append(_Page(prefix + "index.md", "home.md.j2", home_view(lang_reports, t), page_lang))
-            navs[page_lang] = site_nav({k: t.plain(f"nav.{k}") for k in ("reports", "validation", "runs", "trends", "methodology", "guide")},
-                                       [r["page"] for r in lang_reports if not r.get("validates")],
-                                       [label_page(label) for label in archive.labels()],
-                                       [f"trends/{f}.md" for f in families_shown],
-                                       validation_pages=[r["page"] for r in lang_reports if r.get("validates")],
-                                       guide_pages=[path for path, _ in guide])
-        # In the order of the languages, each language's articles first.
-        pages[:] = [p for x in languages for p in by_lang[x]]
-        render(pages)
-        timings["views"], clock = time.perf_counter() - clock, time.perf_counter()
-        svgs = iter(renderer.results())
+        arts = _compute_build_articles(b, renderer, chart_workers)
+        lap("compare")
+        pages, navs = _render_pages(b, arts, rendering)
+        lap("views")
+        svgs = renderer.results()
     finally:
         renderer.close()
-    for page, n in fresh:
-        page.charts = [(href, next(svgs)) for href, _ in page.charts]
-    by_key: dict[str, list[_Page]] = {}
-    for page, _ in fresh:
-        if page.key is not None:
-            by_key.setdefault(page.key, []).append(page)
-    for key, group in by_key.items():
-        cache.store_entry("pages", key, [(p.path, p.text, p.charts) for p in group])
-    chart_files = [f"{p.path.rpartition('/')[0]}/{href}" if "/" in p.path else href for p in pages for href, _ in p.charts]
-    timings["charts"], clock = time.perf_counter() - clock, time.perf_counter()
-    if any(n for _, n in fresh) and "zh" in languages and not renderer.measures_chinese():  # of charts laid out now
+    rendering.finish(svgs)
+    lap("charts")
+    if any(n for _, n in rendering.fresh) and "zh" in b.languages and not renderer.measures_chinese():  # of charts laid out now
         say("warning: no font with Chinese glyphs found: the labels of Chinese charts are laid out too narrow "
             "and overlap (scripts/setup.sh installs fonts-wqy-microhei)")
-
-    # 5. write: only files whose content changed; then what the last build wrote and this one did not goes
-    stale = _prepare_generated(site, [language_prefix(x, site_lang) for x in languages if x != site_lang])
-    written = []
-    for p in pages:
-        target = site / p.path
-        _put(target, p.text.encode("utf-8"), stale)
-        written.append(p.path)
-        for href, svg in p.charts:
-            _put(target.parent / href, svg.encode("utf-8"), stale)
-    for prefix in (language_prefix(x, site_lang) for x in languages):
-        for asset in sorted(ASSETS_DIR.iterdir()):
-            _put(site / prefix / "imagebench" / asset.name, asset.read_bytes(), stale)
-        for r in archive.runs.itertuples():
-            folder = (site / prefix / run_page(str(r.label), str(r.run_id))).parent
-            for name in RAW_FILES:
-                _copy(Path(r.path) / name, folder / name, stale)
-    _remove(site, stale)
-    timings["write"] = time.perf_counter() - clock
+    written = _write_site(b, pages)
+    lap("write")
 
     result = BuildResult(site, Path(public_dir) if public_dir is not None else None, written,
-                         [r["page"] for r in reports[site_lang]], skipped, len(archive.problems), len(chart_files), timings)
+                         [r["page"] for r in arts.reports[b.site_lang]], arts.skipped, len(b.archive.problems),
+                         sum(len(p.charts) for p in pages), timings)
     if public_dir is not None:
-        clock = time.perf_counter()
-        # MkDocs only when its input changed: every file of the site folder, the navigation,
-        # the languages and the base config, against what the public folder (unchanged
-        # since: its fingerprint) was last built from.
-        base = Path(mkdocs_config) if mkdocs_config is not None else REPO_ROOT / "mkdocs.yml"
-        public_key = cache.key("public", str(Path(public_dir).resolve()))
-        inputs = cache.key("public-inputs", _folder_digest(site), navs, languages, site_lang,
-                             base.read_bytes() if base.is_file() else None)
-        if cache.load_entry("public", public_key) == (inputs, cache.fingerprint(Path(public_dir))):
-            say(f"the site's sources are those {public_dir} was built from: mkdocs not run")
-        else:
-            publish_site(Path(public_dir), lambda folder: build_public(
-                site, folder, [LanguageBuild(x, navs[x]) for x in languages], root_lang=site_lang, base_config=mkdocs_config))
-            cache.store_entry("public", public_key, (inputs, cache.fingerprint(Path(public_dir))))
-        timings["mkdocs"] = time.perf_counter() - clock
+        _run_mkdocs(b, Path(public_dir), navs, mkdocs_config)
+        lap("mkdocs")
     return result
+
+
+def _stopwatch(timings: dict[str, float]) -> Callable[[str], None]:
+    """``lap(step)`` records in ``timings`` the seconds since the last lap (or since the stopwatch was made)."""
+    clock = [time.perf_counter()]
+
+    def lap(step: str) -> None:
+        now = time.perf_counter()
+        timings[step], clock[0] = now - clock[0], now
+
+    return lap
 
 
 def _folder_digest(folder: Path) -> str:

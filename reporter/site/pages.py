@@ -340,72 +340,9 @@ def trends_views(inputs: Sequence[TrendInput], workloads: Mapping[str, WorkloadI
     """
     families: dict[str, dict[str, Any]] = {}
     all_steps: list[dict[str, Any]] = []
-    lang = t.lang
     for inp in inputs:
-        s = inp.summaries
-        if s.empty:
-            continue
-        s = s[~s["metric"].isin(TREND_HIDDEN_METRICS)].copy()
-        s["family"] = [family_of(w, workloads) for w in s["workload"]]
-        series = compute_series(inp.cls, inp.info) if inp.info else [
-            Series("", inp.cls.labels, inp.cls.labels, {}, inp.cls.by_version)]
-        order = [lab for ser in series for lab in ser.labels]
-        flags: dict[tuple[str, str, str], str] = {}
-        timed_apart = []
-        for (before, after), comparison in inp.neighbours.items():
-            mb, ma = inp.methods.get(before), inp.methods.get(after)
-            if mb and ma and mb != ma:
-                timed_apart.append(t.plain("trends.timed_apart_pair", before=before, after=after,
-                                           before_method=mb, after_method=ma))
-                continue
-            for r in comparison.rows.itertuples():
-                if r.verdict in ("better", "worse"):
-                    flags[(after, r.case_id, r.metric)] = r.verdict
-        for family, fam_rows in s.groupby("family", sort=False):
-            view = families.setdefault(str(family), {"family": str(family), "groups": [], "n_cases": 0, "labels": set()})
-            group = {"device": inp.cls.name, "order": " → ".join(order), "workloads": [],
-                     "set_aside": ", ".join(f"{label} ({n})" for label, n in inp.cls.set_aside),
-                     "timed_apart": t.plain("headline.sep").join(timed_apart),
-                     "series": [_series_line(t, ser) for ser in series],
-                     "pairs": _pairs_table(t, series, inp, str(family), reports, f"trends/{family}.md")}
-            fam_steps = _family_steps(t, series, inp, fam_rows, workloads, reports, str(family))
-            group["steps"] = _steps_table(t, fam_steps, f"trends/{family}.md", with_family=False)
-            all_steps += fam_steps
-            for workload, w_rows in fam_rows.groupby("workload", sort=True):
-                info = workloads.get(str(workload))
-                title = info.title_in(lang) if info else str(workload)
-                shown = set(w_rows["label"].astype(str))
-                present = [lab for lab in order if lab in shown]
-                table = TableView([_col(t, "case"), _col(t, "metric")] +
-                                  [Column(lab, "median_ci", True) for lab in present])
-                names = _case_names(t, str(workload), w_rows)
-                for (case_id, metric), rows in w_rows.groupby(["case_id", "metric"], sort=True):
-                    by_label = {str(r.label): r for r in rows.itertuples()}
-                    cells: list[Any] = [names.get(str(case_id)) or str(case_id), _metric(t, str(metric))]
-                    for lab in present:
-                        r = by_label.get(lab)
-                        if r is None:
-                            cells.append(None)
-                            continue
-                        cells.append({"median": shown_location(r.estimate, r.median), "low": r.ci_low, "high": r.ci_high, "unit": r.unit,
-                                      "flag": flags.get((lab, str(case_id), str(metric)))})
-                    table.rows.append(cells)
-                    view["n_cases"] += 1
-                chart_metric = next((m for m in TREND_CHART_METRICS if (w_rows["metric"] == m).any()), None)
-                charts = []
-                if chart_metric and len(present) >= 2:
-                    sub = w_rows[w_rows["metric"] == chart_metric]
-                    parts = _chart_parts(sorted(sub["case_id"].astype(str).unique()))
-                    for i, part in enumerate(parts, 1):
-                        chart_counter[0] += 1
-                        chart = _trend_chart(t, sub[sub["case_id"].astype(str).isin(part)], present, names, title,
-                                             chart_metric, f"t{chart_counter[0]}")
-                        if len(parts) > 1:
-                            chart.title = t.plain("chart.trend_part", title=chart.title, part=i, parts=len(parts))
-                        charts.append(chart)
-                group["workloads"].append({"title": title, "table": table, "charts": charts})
-                view["labels"].update(present)
-            view["groups"].append(group)
+        if not inp.summaries.empty:
+            all_steps += _class_trends(t, inp, workloads, chart_counter, reports, families)
     index = TableView([_col(t, "family", "link"), _col(t, "cases", right=True), _col(t, "labels", right=True)])
     ordered = [f for f in (*FAMILIES, OTHER_FAMILY) if f in families]
     for family in ordered:
@@ -414,6 +351,95 @@ def trends_views(inputs: Sequence[TrendInput], workloads: Mapping[str, WorkloadI
     all_steps.sort(key=lambda st: -abs(st["size"]))
     return {"families": index, "steps": _steps_table(t, all_steps, "trends/index.md", with_family=True),
             "n_steps": len(all_steps)}, {f: families[f] for f in ordered}
+
+
+def _class_trends(t: Messages, inp: TrendInput, workloads: Mapping[str, WorkloadInfo], chart_counter: list[int],
+                  reports: Sequence[dict[str, Any]], families: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    """Add one device class's group to the view of each family it recorded (in ``families``); return its steps."""
+    s = inp.summaries[~inp.summaries["metric"].isin(TREND_HIDDEN_METRICS)].copy()
+    s["family"] = [family_of(w, workloads) for w in s["workload"]]
+    series = compute_series(inp.cls, inp.info) if inp.info else [
+        Series("", inp.cls.labels, inp.cls.labels, {}, inp.cls.by_version)]
+    order = [lab for ser in series for lab in ser.labels]
+    flags, timed_apart = _neighbour_flags(t, inp)
+    steps: list[dict[str, Any]] = []
+    for family, fam_rows in s.groupby("family", sort=False):
+        view = families.setdefault(str(family), {"family": str(family), "groups": [], "n_cases": 0, "labels": set()})
+        group = {"device": inp.cls.name, "order": " → ".join(order), "workloads": [],
+                 "set_aside": ", ".join(f"{label} ({n})" for label, n in inp.cls.set_aside),
+                 "timed_apart": t.plain("headline.sep").join(timed_apart),
+                 "series": [_series_line(t, ser) for ser in series],
+                 "pairs": _pairs_table(t, series, inp, str(family), reports, f"trends/{family}.md")}
+        fam_steps = _family_steps(t, series, inp, fam_rows, workloads, reports, str(family))
+        group["steps"] = _steps_table(t, fam_steps, f"trends/{family}.md", with_family=False)
+        steps += fam_steps
+        for workload, w_rows in fam_rows.groupby("workload", sort=True):
+            shown, present = _workload_trend(t, str(workload), w_rows, order, flags, workloads, chart_counter)
+            group["workloads"].append(shown)
+            view["n_cases"] += len(shown["table"].rows)
+            view["labels"].update(present)
+        view["groups"].append(group)
+    return steps
+
+
+def _neighbour_flags(t: Messages, inp: TrendInput) -> tuple[dict[tuple[str, str, str], str], list[str]]:
+    """The verdict (better, worse) of each (label, case, metric) against the label before it, and a line for
+    each neighbouring pair timed by different methods (which gets no flags)."""
+    flags: dict[tuple[str, str, str], str] = {}
+    timed_apart = []
+    for (before, after), comparison in inp.neighbours.items():
+        mb, ma = inp.methods.get(before), inp.methods.get(after)
+        if mb and ma and mb != ma:
+            timed_apart.append(t.plain("trends.timed_apart_pair", before=before, after=after,
+                                       before_method=mb, after_method=ma))
+            continue
+        for r in comparison.rows.itertuples():
+            if r.verdict in ("better", "worse"):
+                flags[(after, r.case_id, r.metric)] = r.verdict
+    return flags, timed_apart
+
+
+def _workload_trend(t: Messages, workload: str, w_rows: pd.DataFrame, order: list[str],
+                    flags: Mapping[tuple[str, str, str], str], workloads: Mapping[str, WorkloadInfo],
+                    chart_counter: list[int]) -> tuple[dict[str, Any], list[str]]:
+    """One workload's trend (its title, a table of each case's location per label, its charts), and its labels."""
+    info = workloads.get(workload)
+    title = info.title_in(t.lang) if info else workload
+    shown = set(w_rows["label"].astype(str))
+    present = [lab for lab in order if lab in shown]
+    table = TableView([_col(t, "case"), _col(t, "metric")] + [Column(lab, "median_ci", True) for lab in present])
+    names = _case_names(t, workload, w_rows)
+    for (case_id, metric), rows in w_rows.groupby(["case_id", "metric"], sort=True):
+        by_label = {str(r.label): r for r in rows.itertuples()}
+        cells: list[Any] = [names.get(str(case_id)) or str(case_id), _metric(t, str(metric))]
+        for lab in present:
+            r = by_label.get(lab)
+            if r is None:
+                cells.append(None)
+                continue
+            cells.append({"median": shown_location(r.estimate, r.median), "low": r.ci_low, "high": r.ci_high, "unit": r.unit,
+                          "flag": flags.get((lab, str(case_id), str(metric)))})
+        table.rows.append(cells)
+    charts = _workload_charts(t, w_rows, present, names, title, chart_counter)
+    return {"title": title, "table": table, "charts": charts}, present
+
+
+def _workload_charts(t: Messages, w_rows: pd.DataFrame, present: list[str], names: Mapping[str, str], title: str,
+                     chart_counter: list[int]) -> list[ChartView]:
+    """One workload's trend charts, of the first of TREND_CHART_METRICS it recorded: none for a single label."""
+    chart_metric = next((m for m in TREND_CHART_METRICS if (w_rows["metric"] == m).any()), None)
+    charts: list[ChartView] = []
+    if chart_metric and len(present) >= 2:
+        sub = w_rows[w_rows["metric"] == chart_metric]
+        parts = _chart_parts(sorted(sub["case_id"].astype(str).unique()))
+        for i, part in enumerate(parts, 1):
+            chart_counter[0] += 1
+            chart = _trend_chart(t, sub[sub["case_id"].astype(str).isin(part)], present, names, title,
+                                 chart_metric, f"t{chart_counter[0]}")
+            if len(parts) > 1:
+                chart.title = t.plain("chart.trend_part", title=chart.title, part=i, parts=len(parts))
+            charts.append(chart)
+    return charts
 
 
 def _chart_parts(cases: list[str]) -> list[list[str]]:
