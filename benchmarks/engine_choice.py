@@ -14,10 +14,17 @@ compute the exact median, count, min and max per (run, case, metric, process), w
 * Polars (``scan_parquet`` + ``median``),
 
 each in a fresh child process (so a warm page cache is the only thing shared, and peak RSS
-is each engine's own), best of ``--repeat``. Engines that are not installed are reported
-as such.
+is each engine's own; its CPU time, user + system of the whole process, imports included, is
+printed beside the wall time of the work, as it moves less than wall time on a busy host), ``--repeat`` times, every value printed (best first is not
+enough on a shared host). Engines that are not installed are reported as such.
 
-    .venv/bin/python benchmarks/engine_choice.py [--runs 1000] [--cases 100] [--repeat 3]
+The archive's shape: ``--samples`` a case (default 50: 5M samples over 1,000 runs x 100
+cases), split over ``--processes`` worker processes (default 5); ``--samples 20`` is the
+CPU suite's shape (2M samples, the same 500,000 attempts), where the cost per file and per
+group weighs more than the cost per sample.
+
+    .venv/bin/python benchmarks/engine_choice.py [--runs 1000] [--cases 100] [--samples 50] [--processes 5]
+        [--repeat 3] [--reuse DIR] [--engine NAME ...]
 """
 
 from __future__ import annotations
@@ -167,16 +174,20 @@ def _child(engine: str, root: Path) -> None:
     except ImportError as e:
         print(json.dumps({"engine": engine, "error": f"not installed ({e.name})"}))
         return
-    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
-    print(json.dumps({"engine": engine, "wall": wall, "rss": rss, "groups": groups}))
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    print(json.dumps({"engine": engine, "wall": wall, "cpu": usage.ru_utime + usage.ru_stime,
+                      "rss": usage.ru_maxrss / 1024.0, "groups": groups}))
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=1000)
     parser.add_argument("--cases", type=int, default=100)
+    parser.add_argument("--samples", type=int, default=50, help="samples a case (--reuse: as the archive was written)")
+    parser.add_argument("--processes", type=int, default=5, help="worker processes a case")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--reuse", type=Path, help="an archive written before (reporter_scale.py --keep)")
+    parser.add_argument("--engine", action="append", choices=ENGINES, help="time only these engines (repeatable)")
     parser.add_argument("--child", nargs=2, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -188,25 +199,30 @@ def main() -> None:
     try:
         root = args.reuse or tmp / "archive"
         if not args.reuse:
-            write_synthetic_archive(root, args.runs, args.cases)
-        print(f"synthetic archive: {args.runs} runs x {args.cases} cases x 50 samples; best of {args.repeat}, "
-              "each engine in a fresh process")
-        print(f"{'engine':<16} {'wall s':>8} {'peak RSS MiB':>13} {'groups':>10}")
-        for engine in ENGINES:
-            best = None
-            for _ in range(args.repeat):
+            if args.samples % args.processes:
+                parser.error(f"--samples {args.samples} is not a multiple of --processes {args.processes}")
+            write_synthetic_archive(root, args.runs, args.cases, processes=args.processes,
+                                    samples_per_process=args.samples // args.processes)
+        print(f"synthetic archive: {args.runs} runs x {args.cases} cases x {args.samples} samples "
+              f"({args.processes} processes); {args.repeat} time(s), each engine in a fresh process, "
+              "the engines taken in turn")
+        engines = args.engine or list(ENGINES)
+        results: dict[str, list[dict]] = {e: [] for e in engines}
+        for _ in range(args.repeat):  # in turn, so a slow spell of the shared host hits every engine alike
+            for engine in engines:
+                if results[engine] and "error" in results[engine][0]:
+                    continue
                 out = subprocess.run([sys.executable, __file__, "--child", engine, str(root)],
                                      capture_output=True, text=True, check=True).stdout
-                r = json.loads(out.strip().splitlines()[-1])
-                if "error" in r:
-                    best = r
-                    break
-                if best is None or r["wall"] < best["wall"]:
-                    best = r
-            if "error" in best:
-                print(f"{engine:<16} {best['error']}")
-            else:
-                print(f"{engine:<16} {best['wall']:>8.2f} {best['rss']:>13.0f} {best['groups']:>10,}")
+                results[engine].append(json.loads(out.strip().splitlines()[-1]))
+        print(f"{'engine':<22} {'wall s (each run)':<24} {'CPU s (process, each run)':<27} {'peak RSS MiB':>13} {'groups':>10}")
+        for engine, rs in results.items():
+            if "error" in rs[0]:
+                print(f"{engine:<22} {rs[0]['error']}")
+                continue
+            walls = ", ".join(f"{r['wall']:.2f}" for r in rs)
+            cpus = ", ".join(f"{r['cpu']:.2f}" for r in rs)
+            print(f"{engine:<22} {walls:<24} {cpus:<27} {max(r['rss'] for r in rs):>13.0f} {rs[0]['groups']:>10,}")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 

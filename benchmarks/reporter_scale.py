@@ -3,9 +3,12 @@
 The archive is SYNTHETIC input for timing the tool (lognormal numbers from a seeded
 generator, in a temporary folder that is deleted afterwards), never a measurement and
 never written under runs/. By default: 1,000 runs (20 labels x 50 runs) x 100 cases x
-5 worker processes x 10 samples = 5M samples.
+5 worker processes x 10 samples = 5M samples. ``--samples 20`` writes 20 samples a case
+(5 processes x 4, 2M samples), the CPU suite's shape, where the cost per run and per
+attempt weighs more than the cost per sample.
 
-    .venv/bin/python benchmarks/reporter_scale.py [--runs 1000] [--cases 100] [--keep DIR | --reuse DIR]
+    .venv/bin/python benchmarks/reporter_scale.py [--runs 1000] [--cases 100] [--samples 50] [--processes 5]
+        [--keep DIR | --reuse DIR] [--repeat 1] [--cli]
 
 Three measurements, each in a fresh child process (its peak RSS, ``resource.getrusage``,
 is its own): the reference, ``pyarrow.dataset`` reading the same samples in one scan and
@@ -13,7 +16,15 @@ an exact per-(run, case, metric, process) median, count, min and max by one nump
 lexsort (the least any reporter must do); the reporter cold (no cache: it reads and
 checks every run, and fills a fresh cache folder, ``$IMAGEBENCH_CACHE``, outside the archive); the
 reporter with that cache.
-The ratio of each to the reference is printed.
+The ratio of each to the reference is printed, and each process's CPU time (user + system,
+its imports included), which moves less than wall time when the host is busy.
+
+``--cli`` adds ``reporter compare`` as a user runs it: ``python -m reporter compare
+synthetic-stack-00 synthetic-stack-01 --runs DIR`` (text output to /dev/null) in a fresh
+process with a fresh, empty ``$IMAGEBENCH_CACHE``, its wall time from the start of the
+process to its exit (interpreter start and imports included) and its peak RSS
+(``os.wait4``'s rusage). ``--repeat N`` repeats every measurement N times, each with its
+own fresh cache folder, and prints every value.
 """
 
 from __future__ import annotations
@@ -37,8 +48,10 @@ PROCESSES = 5
 SAMPLES_PER_PROCESS = 10
 
 
-def write_synthetic_archive(out: Path, n_runs: int, n_cases: int, seed: int = 0) -> None:
-    """Write ``n_runs`` synthetic runs of ``n_cases`` cases under ``out`` (timing input only)."""
+def write_synthetic_archive(out: Path, n_runs: int, n_cases: int, seed: int = 0, *, processes: int = PROCESSES,
+                            samples_per_process: int = SAMPLES_PER_PROCESS) -> None:
+    """Write ``n_runs`` synthetic runs of ``n_cases`` cases, each measured by ``processes`` worker
+    processes of ``samples_per_process`` samples, under ``out`` (timing input only)."""
     import numpy as np
     import pyarrow as pa
     import pyarrow.parquet as pq
@@ -50,11 +63,11 @@ def write_synthetic_archive(out: Path, n_runs: int, n_cases: int, seed: int = 0)
     rng = np.random.default_rng(seed)
     case_ids = [f"synthetic_matmul[n={256 * (i + 1)}]" for i in range(n_cases)]
     centers = np.exp(rng.uniform(np.log(1e-5), np.log(1e-1), n_cases))
-    n_per_case = PROCESSES * SAMPLES_PER_PROCESS
+    n_per_case = processes * samples_per_process
     n_samples = n_cases * n_per_case
     sample_case = np.repeat(np.arange(n_cases), n_per_case)
-    sample_process = np.tile(np.repeat(np.arange(PROCESSES, dtype=np.int32), SAMPLES_PER_PROCESS), n_cases)
-    sample_index = np.tile(np.arange(SAMPLES_PER_PROCESS, dtype=np.int32), n_cases * PROCESSES)
+    sample_process = np.tile(np.repeat(np.arange(processes, dtype=np.int32), samples_per_process), n_cases)
+    sample_index = np.tile(np.arange(samples_per_process, dtype=np.int32), n_cases * processes)
     case_col = pa.array([case_ids[i] for i in sample_case])
     constant = {
         "metric": pa.array(["time"] * n_samples),
@@ -63,7 +76,7 @@ def write_synthetic_archive(out: Path, n_runs: int, n_cases: int, seed: int = 0)
     }
     env_keys = [("run", "status"), ("run", "suite"), ("torch", "version"), ("cuda", "runtime"), ("gpu0", "name"),
                 ("host", "hostname")] + [("env", f"SYNTHETIC_VAR_{i}") for i in range(110)]
-    attempts = n_cases * PROCESSES
+    attempts = n_cases * processes
     for r in range(n_runs):
         label = f"synthetic-stack-{r % LABELS:02d}"
         run_id = f"2026{(r // 28 // 24) % 12 + 1:02d}{(r // 24) % 28 + 1:02d}T{r % 24:02d}0000Z-{r:06x}"
@@ -71,7 +84,7 @@ def write_synthetic_archive(out: Path, n_runs: int, n_cases: int, seed: int = 0)
         folder.mkdir(parents=True)
         meta = table_metadata(run_id=run_id, label=label)
         speed = 1.0 + 0.02 * (r % LABELS)
-        process_effect = np.repeat(rng.normal(0, 0.02, n_cases * PROCESSES), SAMPLES_PER_PROCESS)
+        process_effect = np.repeat(rng.normal(0, 0.02, n_cases * processes), samples_per_process)
         values = centers[sample_case] / speed * np.exp(process_effect + rng.normal(0, 0.03, n_samples))
         samples = pa.Table.from_arrays(
             [case_col, pa.array(sample_process), constant["metric"], constant["unit"], constant["better"],
@@ -79,10 +92,10 @@ def write_synthetic_archive(out: Path, n_runs: int, n_cases: int, seed: int = 0)
             schema=SAMPLES_SCHEMA,
         ).replace_schema_metadata(meta)
         cases = pa.Table.from_arrays(
-            [pa.array([c for c in case_ids for _ in range(PROCESSES)]),
+            [pa.array([c for c in case_ids for _ in range(processes)]),
              pa.array(["synthetic_matmul"] * attempts),
-             pa.array([f'{{"n":{256 * (i + 1)}}}' for i in range(n_cases) for _ in range(PROCESSES)]),
-             pa.array(np.tile(np.arange(PROCESSES, dtype=np.int32), n_cases)),
+             pa.array([f'{{"n":{256 * (i + 1)}}}' for i in range(n_cases) for _ in range(processes)]),
+             pa.array(np.tile(np.arange(processes, dtype=np.int32), n_cases)),
              pa.array(["ok"] * attempts), pa.array([None] * attempts, type=pa.string()),
              pa.array(["cuda_event"] * attempts), pa.array(["cuda"] * attempts),
              pa.array(np.full(attempts, 1_796_220_000_000_000 + r, dtype=np.int64), type=pa.timestamp("us", tz="UTC")),
@@ -155,22 +168,52 @@ def time_reference(runs_dir: Path) -> list[tuple[str, float, float]]:
             (f"exact group-by ({len(median):,} processes)", t2 - t1, rss), ("total", t2 - t0, rss)]
 
 
+def time_cli_compare(runs_dir: Path, env: dict[str, str]) -> tuple[float, float, float]:
+    """``reporter compare`` of the first two labels as a user runs it, in a fresh process: (wall s, CPU s, peak RSS MiB)."""
+    command = [sys.executable, "-m", "reporter", "compare", "synthetic-stack-00", "synthetic-stack-01", "--runs", str(runs_dir)]
+    t = time.perf_counter()
+    child = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    _, status, usage = os.wait4(child.pid, 0)
+    wall = time.perf_counter() - t
+    child.returncode = os.waitstatus_to_exitcode(status)
+    error = child.stderr.read().decode(errors="replace")
+    child.stderr.close()
+    if child.returncode != 0:
+        raise SystemExit(f"reporter compare exited {child.returncode}: {error}")
+    return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024.0
+
+
+def _shape(args: argparse.Namespace) -> list[str]:
+    return ["--runs", str(args.runs), "--cases", str(args.cases), "--samples", str(args.samples),
+            "--processes", str(args.processes)]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=1000)
     parser.add_argument("--cases", type=int, default=100)
+    parser.add_argument("--samples", type=int, default=PROCESSES * SAMPLES_PER_PROCESS,
+                        help="samples a case, split evenly over --processes worker processes")
+    parser.add_argument("--processes", type=int, default=PROCESSES, help="worker processes a case")
     parser.add_argument("--keep", type=Path, help="write the synthetic archive here and keep it (must not exist)")
     parser.add_argument("--reuse", type=Path, help="time an archive written before with --keep")
+    parser.add_argument("--repeat", type=int, default=1, help="times each measurement is made (every value printed)")
+    parser.add_argument("--cli", action="store_true", help="also time `reporter compare` cold, process start included")
     parser.add_argument("--write-only", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--measure", nargs=2, metavar=("WHAT", "DIR"), help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.samples % args.processes:
+        parser.error(f"--samples {args.samples} is not a multiple of --processes {args.processes}")
+    per_process = args.samples // args.processes
     if args.write_only:
-        write_synthetic_archive(args.write_only, args.runs, args.cases)
+        write_synthetic_archive(args.write_only, args.runs, args.cases, processes=args.processes,
+                                samples_per_process=per_process)
         return
     if args.measure:
         what, folder = args.measure
         steps = time_reference(Path(folder)) if what == "reference" else time_reporter(Path(folder))
-        print(json.dumps(steps))
+        usage = resource.getrusage(resource.RUSAGE_SELF)
+        print(json.dumps({"steps": steps, "cpu": usage.ru_utime + usage.ru_stime}))
         return
     tmp = None
     if args.reuse:
@@ -182,37 +225,52 @@ def main() -> None:
     else:
         tmp = tempfile.mkdtemp(prefix="imagebench-synthetic-archive-")
         out = Path(tmp) / "archive"
+    caches: list[str] = []
     try:
         if not args.reuse:
             t = time.perf_counter()
-            subprocess.run(
-                [sys.executable, __file__, "--runs", str(args.runs), "--cases", str(args.cases), "--write-only", str(out)],
-                check=True,
-            )
-            print(f"wrote a synthetic archive of {args.runs} runs x {args.cases} cases x {PROCESSES * SAMPLES_PER_PROCESS} "
-                  f"samples in {time.perf_counter() - t:.1f} s ({out})")
-        print(f"timing on {os.cpu_count()} core(s), each measurement in a fresh process:")
-        # The reporter's cache lives outside the archive: a fresh, empty one for the cold
-        # measurement, kept for the cached one, removed at the end.
-        cache_dir = tempfile.mkdtemp(prefix="imagebench-scale-cache-")
-        env = {**os.environ, "IMAGEBENCH_CACHE": cache_dir}
-        totals = {}
-        for what, title in (("reference", "reference: pyarrow.dataset read + exact group-by"),
-                            ("reporter", "reporter cold (no cache; writes it)"), ("reporter", "reporter with the cache")):
-            done = subprocess.run([sys.executable, __file__, "--measure", what, str(out)], check=True,
-                                  capture_output=True, text=True, env=env)
-            steps = json.loads(done.stdout.strip().splitlines()[-1])
-            totals[title] = steps[-1][1]
-            width = max(len(s) for s, _, _ in steps)
-            print(f"\n{title}\n{'step':<{width}}  {'wall s':>8}  {'peak RSS MiB':>12}")
-            for step, wall, rss in steps:
-                print(f"{step:<{width}}  {wall:>8.2f}  {rss:>12.0f}")
-        reference = next(iter(totals.values()))
+            subprocess.run([sys.executable, __file__, *_shape(args), "--write-only", str(out)], check=True)
+            print(f"wrote a synthetic archive of {args.runs} runs x {args.cases} cases x {args.samples} samples "
+                  f"({args.processes} processes x {per_process}) in {time.perf_counter() - t:.1f} s ({out})")
+        print(f"timing on {os.cpu_count()} core(s), each measurement in a fresh process, {args.repeat} time(s):")
+        totals: dict[str, list[float]] = {}
+        cpus: dict[str, list[float]] = {}
+        peaks: dict[str, list[float]] = {}
+        for attempt in range(args.repeat):
+            # The reporter's cache lives outside the archive: a fresh, empty one for the cold
+            # measurement, kept for the cached one, removed at the end.
+            caches.append(tempfile.mkdtemp(prefix="imagebench-scale-cache-"))
+            env = {**os.environ, "IMAGEBENCH_CACHE": caches[-1]}
+            for what, title in (("reference", "reference: pyarrow.dataset read + exact group-by"),
+                                ("reporter", "reporter cold (no cache; writes it)"), ("reporter", "reporter with the cache")):
+                done = subprocess.run([sys.executable, __file__, "--measure", what, str(out)], check=True,
+                                      capture_output=True, text=True, env=env)
+                measured = json.loads(done.stdout.strip().splitlines()[-1])
+                steps = measured["steps"]
+                totals.setdefault(title, []).append(steps[-1][1])
+                cpus.setdefault(title, []).append(measured["cpu"])
+                peaks.setdefault(title, []).append(steps[-1][2])
+                width = max(len(s) for s, _, _ in steps)
+                print(f"\n{title} ({attempt + 1} of {args.repeat})\n{'step':<{width}}  {'wall s':>8}  {'peak RSS MiB':>12}")
+                for step, wall, rss in steps:
+                    print(f"{step:<{width}}  {wall:>8.2f}  {rss:>12.0f}")
+            if args.cli:
+                caches.append(tempfile.mkdtemp(prefix="imagebench-scale-cache-"))
+                wall, cpu, rss = time_cli_compare(out, {**os.environ, "IMAGEBENCH_CACHE": caches[-1]})
+                title = "reporter compare cold (a fresh process and cache, process start included)"
+                totals.setdefault(title, []).append(wall)
+                cpus.setdefault(title, []).append(cpu)
+                peaks.setdefault(title, []).append(rss)
+                print(f"\n{title} ({attempt + 1} of {args.repeat}): {wall:.2f} s, peak RSS {rss:.0f} MiB")
+        reference = totals["reference: pyarrow.dataset read + exact group-by"]
         print()
-        for title, total in list(totals.items())[1:]:
-            print(f"{title}: {total:.2f} s, {total / reference:.1f}x the reference's {reference:.2f} s")
+        for title, walls in totals.items():
+            ratios = ", ".join(f"{w / r:.2f}x" for w, r in zip(walls, reference))
+            print(f"{title}: {', '.join(f'{w:.2f}' for w in walls)} s (CPU {', '.join(f'{c:.2f}' for c in cpus[title])} s); "
+                  f"peak RSS {', '.join(f'{m:.0f}' for m in peaks[title])} MiB"
+                  + ("" if walls is reference else f"; {ratios} the reference of the same repeat"))
     finally:
-        if "cache_dir" in locals():
+        for cache_dir in caches:
             shutil.rmtree(cache_dir, ignore_errors=True)
         if tmp:
             shutil.rmtree(tmp, ignore_errors=True)
