@@ -137,6 +137,7 @@ def compare_command(
     from reporter.article.config import ComparisonSpec
     from reporter.present.messages import catalogue
     from reporter.present.views import load_workloads
+    from reporter.present.wording import in_language
 
     archive = load_archive(runs_dir, strict=strict)
     render_problems(archive, _console(stderr=True))  # first: they may be why a label is missing
@@ -145,9 +146,9 @@ def compare_command(
     if fmt in ("text", "table", "markdown") or fail_on:
         workloads = load_workloads()
         spec = ComparisonSpec(baseline, candidate, noise=noise, single_band=single_band, correction=correction)
-        article = compute_article(archive, spec, comparison=comparison, lang=lang,
-                                  families={k: w.family for k, w in workloads.items()},
-                                  titles={k: w.title_in(lang) for k, w in workloads.items()})
+        article = in_language(compute_article(archive, spec, comparison=comparison,
+                                              families={k: w.family for k, w in workloads.items()},
+                                              titles={k: w.title_in(lang) for k, w in workloads.items()}), lang)
     t = catalogue(lang, article.words if article is not None else None)
     if fmt in ("text", "table"):
         click.echo(render_text(build_report(article, comparison, t, details=details), _width(width), color=_color()),

@@ -1,4 +1,4 @@
-"""click parameter types of the reporter's options: finite numbers in range, non-empty paths.
+"""click parameter types of the reporter's options: finite numbers in range, non-empty paths; the languages.
 
 The rules are ``runformat.options``' (the collector's argparse uses the same), so a bad
 value gets the same one-line message from either CLI, naming the option:
@@ -13,6 +13,10 @@ from typing import Any
 import click
 
 from runformat.options import parse_number, parse_path
+
+# The languages a page is written in (``--lang``, ``[site] lang``): each has its message catalogue
+# (reporter/present/i18n/<lang>.toml).
+LANGUAGES = ("en", "zh")
 
 
 class Number(click.ParamType):

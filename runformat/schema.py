@@ -396,6 +396,17 @@ def params_to_json(params: Mapping[str, Any]) -> str:
     return json.dumps(dict(params), sort_keys=True, separators=(",", ":"))
 
 
+def params_from_json(params: str | Mapping[str, Any] | None) -> dict[str, Any]:
+    """The recorded parameters as a dict (``{}`` for anything that is not a JSON object)."""
+    if isinstance(params, Mapping):
+        return dict(params)
+    try:
+        value = json.loads(params or "{}")
+    except (TypeError, ValueError):
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
 def metric(name: str) -> Metric:
     """The registered metric called ``name``; raises ``SchemaError`` for unknown names."""
     try:

@@ -12,6 +12,7 @@ from reporter.article.compute import compute_article
 from reporter.article.config import ComparisonSpec
 from reporter.data.load import load_archive
 from reporter.present.notes import note_text
+from reporter.present.wording import in_language
 from tests.test_partfiles import case, gpu, samples
 
 DEFAULTS = {"matmul_allow_tf32": False, "cudnn_allow_tf32": True, "float32_matmul_precision": "highest",
@@ -47,8 +48,8 @@ def _run(root, label: str, override: bool, throttled: str | None = None) -> None
 def test_precision_and_gpu_state_reach_the_rows_the_headline_and_what_changed(tmp_path) -> None:
     _run(tmp_path / "runs", "defaults", override=False)
     _run(tmp_path / "runs", "override-0", override=True, throttled="conv2d[dtype=fp32-strict,layout=nchw]")
-    data = compute_article(load_archive(tmp_path / "runs"), ComparisonSpec("defaults", "override-0"),
-                           families={"conv2d": "basic"})
+    data = in_language(compute_article(load_archive(tmp_path / "runs"), ComparisonSpec("defaults", "override-0"),
+                                       families={"conv2d": "basic"}), "en")
     rows = {r.case_id: r for sec in data.sections for b in sec.blocks for r in b.rows}
     codes = {cid: {n.code for n in r.notes} for cid, r in rows.items()}
     for cid in ("conv2d[dtype=fp32,layout=nchw]", "conv2d[dtype=fp32,layout=channels_last]"):

@@ -11,11 +11,13 @@ import pytest
 
 from runformat.vocabulary import Verdict, format_cudnn_version
 from reporter.article.compute import compute_article
+from reporter.article.data import Message, RowName
 from reporter.model.compare import compare_labels
 from reporter.article.config import ComparisonSpec
 from reporter.data.load import load_archive
 from reporter.present.messages import catalogue
 from reporter.present.views import change_phrase
+from reporter.present.wording import in_language
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests" / "data"))
@@ -28,7 +30,7 @@ FAMILIES = {name: info["family"] for name, info in GOLDEN_WORKLOADS.items()}
 def article():
     archive = load_archive(ROOT / "tests" / "data" / "golden_runs")
     spec = ComparisonSpec("golden-2.8.0", "golden-2.9.0")
-    return compute_article(archive, spec, families=FAMILIES), compare_labels(archive, spec.baseline, spec.candidate)
+    return in_language(compute_article(archive, spec, families=FAMILIES), "en"), compare_labels(archive, spec.baseline, spec.candidate)
 
 
 def test_article_data_is_frozen(article) -> None:
@@ -50,6 +52,23 @@ def test_rows_carry_compare_numbers_and_human_labels(article) -> None:
         assert r.ratio.value == pytest.approx(rec.ratio, nan_ok=True)
     matmul = [r for r in rows if r.workload == "matmul"]
     assert matmul and all("=" not in r.label and "³" in r.label for r in matmul)
+
+
+def test_an_article_is_computed_in_no_language_and_said_in_each() -> None:
+    archive = load_archive(ROOT / "tests" / "data" / "golden_runs")
+    data = compute_article(archive, ComparisonSpec("golden-2.8.0", "golden-2.9.0"), families=FAMILIES)
+    assert data.lang is None and isinstance(data.title, Message)
+    assert data.rows and all(isinstance(r.label, RowName) and isinstance(r.full_label, RowName) for r in data.rows)
+    en, zh = in_language(data, "en"), in_language(data, "zh")
+    assert (en.lang, zh.lang) == ("en", "zh")
+    assert [r.ratio for r in en.rows] == [r.ratio for r in zh.rows] == [r.ratio for r in data.rows]
+    assert all(isinstance(r.label, str) and isinstance(r.full_label, str) for r in en.rows + zh.rows)
+    assert en.title == catalogue("en").plain("article.default_title", candidate="golden-2.9.0",
+                                             baseline="golden-2.8.0", device=data.device)
+    assert zh.title != en.title and any(a.full_label != b.full_label for a, b in zip(en.rows, zh.rows))
+    # The blocks hold the same said rows as the article's list of them.
+    said = {(r.case_id, r.metric): r for r in zh.rows}
+    assert all(said[(r.case_id, r.metric)] == r for s in zh.sections for b in s.blocks for r in b.rows)
 
 
 def test_headline_names_the_largest_significant_change_per_family(article) -> None:
@@ -110,8 +129,8 @@ def test_the_article_says_whether_the_sides_ran_on_the_same_gpus(article) -> Non
 
     runs = load_archive(ROOT / "runs")
     label = "h100-torch-2.11.0-cu130"
-    one_host = compute_article(runs, ComparisonSpec(f"{label}@20261205T194302Z", f"{label}@20261205T194845Z"))
-    two_hosts = compute_article(runs, ComparisonSpec(f"{label}@20261205T194302Z", f"{label}@20261205T215842Z"))
+    one_host = in_language(compute_article(runs, ComparisonSpec(f"{label}@20261205T194302Z", f"{label}@20261205T194845Z")), "en")
+    two_hosts = in_language(compute_article(runs, ComparisonSpec(f"{label}@20261205T194302Z", f"{label}@20261205T215842Z")), "en")
     assert one_host.gpus == "same" and two_hosts.gpus == "different"
     for lang in ("en", "zh"):
         assert catalogue(lang).plain("article.env.gpus_different")
@@ -123,8 +142,8 @@ def test_the_article_warns_when_the_sides_were_timed_by_different_collector_meth
     runs = load_archive(ROOT / "runs")
     label = "h100-torch-2.11.0-cu130"
     old = f"{label}-collector-6367d3a@20261206T022958Z"  # the label also holds a full run of another host
-    across = compute_article(runs, ComparisonSpec(old, f"{label}@20261206T022215Z"))
-    same = compute_article(runs, ComparisonSpec(f"{label}@20261205T194302Z", f"{label}@20261205T194845Z"))
+    across = in_language(compute_article(runs, ComparisonSpec(old, f"{label}@20261206T022215Z")), "en")
+    same = in_language(compute_article(runs, ComparisonSpec(f"{label}@20261205T194302Z", f"{label}@20261205T194845Z")), "en")
     timing = [c for c in across.confounders if c.what == "timing_method"]
     assert [(c.baseline, c.candidate) for c in timing] == [("legacy", "4")]
     assert not [c for c in same.confounders if c.what == "timing_method"]

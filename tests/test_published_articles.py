@@ -23,6 +23,7 @@ from reporter.article.config import ComparisonSpec, load_config
 from reporter.data.load import load_archive
 from reporter.present.render import Messages
 from reporter.present.views import ArticleView
+from reporter.present.wording import in_language
 from reporter.site.build import build_site
 from runformat.redact import REDACTED
 from runformat.vocabulary import Verdict
@@ -112,7 +113,7 @@ def test_the_verdict_names_every_regression(archive_dir: str, config: str | None
         if spec.candidate not in archive.labels() and spec.candidate.partition("@")[0] not in archive.labels():
             continue  # this machine's label: recorded by `make report`, not shipped
         for lang in ("en", "zh"):
-            data = compute_article(archive, spec, lang=lang)
+            data = in_language(compute_article(archive, spec), lang)
             worse = [r for s in data.sections for b in s.blocks for r in b.rows if r.main and r.verdict is Verdict.WORSE]
             box = ArticleView(data, Messages(lang)).verdict()
             assert len(box["regressions"]) == len(worse), (spec, lang)
@@ -146,8 +147,8 @@ def test_one_setting_read_otherwise_by_two_workloads_is_flagged_on_both_rows() -
     from runformat.vocabulary import NoteCode
 
     archive = load_archive(ROOT / "runs")
-    data = compute_article(archive, ComparisonSpec("h200-torch-2.11.0-cu130@20261202T161602Z",
-                                                   "h200-torch-2.11.0-cu130-tf32-override"))
+    data = in_language(compute_article(archive, ComparisonSpec("h200-torch-2.11.0-cu130@20261202T161602Z",
+                                                               "h200-torch-2.11.0-cu130-tf32-override")), "en")
     rows = {r.case_id: r for s in data.sections for b in s.blocks for r in b.rows if r.metric == "time"}
     flagged = {cid for cid, r in rows.items() if any(n.code is NoteCode.DISAGREES for n in r.notes)}
     assert flagged == {"bert_train[batch=8,model=bert-base,seq=128]", "amp[batch=8,model=bert-base,precision=fp32,seq=128]"}
@@ -205,17 +206,17 @@ def test_a_title_that_names_what_did_not_run_is_flagged_and_the_published_titles
     archive = load_archive(ROOT / "runs")
     tf32 = ("h200-torch-2.11.0-cu130@20261202T161602Z", "h200-torch-2.11.0-cu130-tf32-override")
     # The override run timed training and inference only: no matrix-multiply microbenchmark.
-    promised = compute_article(archive, ComparisonSpec(*tf32, title="TF32 on for FP32 matrix multiplies on an H200"), lang="en")
+    promised = in_language(compute_article(archive, ComparisonSpec(*tf32, title="TF32 on for FP32 matrix multiplies on an H200")), "en")
     (caveat,) = [c for c in promised.verdict.caveats if c.code == "title"]
     assert caveat.params["terms"] == "matrix multiplies"
     box = ArticleView(promised, Messages("en")).verdict()
     assert any("The title names matrix multiplies" in str(c) for c in box["caveats"])
-    zh = compute_article(archive, ComparisonSpec(*tf32, title="为 FP32 矩阵乘法开启 TF32"), lang="zh")
+    zh = in_language(compute_article(archive, ComparisonSpec(*tf32, title="为 FP32 矩阵乘法开启 TF32")), "zh")
     assert [c.params["terms"] for c in zh.verdict.caveats if c.code == "title"] == ["矩阵乘法"]
     for spec in load_config(ROOT / "imagebench.toml", explicit=True).comparisons:
         if spec.candidate.partition("@")[0] not in archive.labels():
             continue
-        data = compute_article(archive, spec, lang=spec.lang or "en")
+        data = in_language(compute_article(archive, spec), spec.lang or "en")
         assert not [c for c in data.verdict.caveats if c.code == "title"], spec.title
 
 
@@ -248,7 +249,7 @@ def test_one_comparison_gives_the_same_counts_and_geomean_on_every_page_and_in_t
     (geo,) = [r for r in records if r["case"] == "geomean"]
     spec = next(s for s in load_config(ROOT / "imagebench.toml", explicit=True).comparisons
                 if (s.baseline, s.candidate, s.lang) == ("torch-2.13.0-cpu", "torch-2.14.1-cpu", None))
-    article = compute_article(load_archive(ROOT / "runs"), spec, lang="en")
+    article = in_language(compute_article(load_archive(ROOT / "runs"), spec), "en")
     h = article.headline
     assert {k: h.counts[k] for k in cli_counts} == cli_counts
     assert h.total == len(rows)

@@ -30,6 +30,7 @@ from typing import Iterator
 import pytest
 
 from reporter.article.compute import compute_article
+from reporter.present.wording import in_language
 from reporter.article.config import load_config
 from reporter.data.load import load_archive
 from runformat.vocabulary import Verdict
@@ -88,7 +89,7 @@ def _regressions() -> dict[str, dict[str, list[str]]]:
             continue  # this machine's label: recorded by `make report`, not shipped
         by_lang = {}
         for lang in ("en", "zh"):
-            data = compute_article(archive, spec, lang=lang)
+            data = in_language(compute_article(archive, spec), lang)
             by_lang[lang] = [html.unescape(r.full_label) for s in data.sections for b in s.blocks for r in b.rows
                              if r.main and r.verdict is Verdict.WORSE]
         found[f"reports/{spec.slug}/"] = by_lang

@@ -26,6 +26,7 @@ from reporter.present.terminal_table import (
 )
 from reporter.present.render import fmt_ratio_ci
 from reporter.present.views import load_workloads
+from reporter.present.wording import in_language
 
 ROOT = Path(__file__).resolve().parent.parent
 RUNS = ROOT / "runs"
@@ -47,8 +48,8 @@ def articles(archive):
     out = {}
     for name, (b, c) in PAIRS.items():
         comparison = compare_labels(archive, b, c)
-        article = compute_article(archive, ComparisonSpec(b, c), comparison=comparison,
-                                  families={k: w.family for k, w in workloads.items()})
+        article = in_language(compute_article(archive, ComparisonSpec(b, c), comparison=comparison,
+                                              families={k: w.family for k, w in workloads.items()}), "en")
         out[name] = (article, comparison)
     return out
 
@@ -178,8 +179,8 @@ def test_chinese_text_fits(articles):
     article, comparison = articles["cpu"]
     workloads = load_workloads()
     archive = load_archive(str(RUNS))
-    zh = compute_article(archive, ComparisonSpec(*PAIRS["cpu"]), comparison=comparison, lang="zh",
-                         families={k: w.family for k, w in workloads.items()})
+    zh = in_language(compute_article(archive, ComparisonSpec(*PAIRS["cpu"]), comparison=comparison,
+                                     families={k: w.family for k, w in workloads.items()}), "zh")
     text = render_text(build_report(zh, comparison, catalogue("zh")), 80)
     assert all(cell_len(line) <= 80 for line in text.splitlines())
     assert "基础运算" in text

@@ -1,7 +1,8 @@
 """``compute_article``: one comparison, computed into ``ArticleData`` (reporter.article.data).
 
 Pure: it reads an ``Archive`` and a ``ComparisonSpec``, asks reporter.model.compare for the
-comparison and reporter.model.stats for every interval, and returns frozen dataclasses. The
+comparison and reporter.model.stats for every interval, and returns frozen dataclasses in no
+language (their words are phrases, which reporter.present.wording says in each). The
 article follows the source write-ups' order (environment and method; basic operations;
 training; compile, AMP, data loading and multi-GPU; inference; numerical drift;
 conclusion), keeps only the sections these runs measured, and lists what was not measured
@@ -25,7 +26,7 @@ import numpy as np
 import pandas as pd
 from packaging.version import InvalidVersion, Version
 
-from runformat.schema import BETTER_HIGHER, BETTER_NONE
+from runformat.schema import BETTER_HIGHER, BETTER_NONE, params_from_json as params_of, params_to_json
 from runformat.vocabulary import (
     FAMILIES,
     FINGERPRINT_KEYS,
@@ -43,6 +44,7 @@ from reporter.article.data import (
     Advice,
     ArticleData,
     Block,
+    CaseName,
     Caveat,
     CaseRow,
     ChartData,
@@ -50,16 +52,24 @@ from reporter.article.data import (
     DerivedRow,
     DerivedTable,
     FamilyHeadline,
+    Heading,
     Headline,
+    HostName,
+    InLanguage,
     Interval,
+    Joined,
+    Message,
     Method,
     NotMeasured,
     NumericBlock,
     NumericRow,
+    PerSecond,
     Percentiles,
+    Phrase,
     PolicyRow,
     Rate,
     Reproduce,
+    RowName,
     RunRef,
     Section,
     Side,
@@ -75,9 +85,7 @@ from reporter.article.confounders import (
     compute_precision_changes,
     interleaved_siblings,
 )
-from reporter.present.labels import block_heading, case_label, distinct_labels, host_label, params_of
 from reporter.data.load import Archive
-from reporter.present.messages import Catalogue, catalogue
 from reporter.article.paths import article_page, distinct, run_page
 from reporter.model.scaling import WITHIN_UNIT, ScalingEfficiency, compute_scaling_table
 from reporter.model.stats import MAX_PROCESSES, MAX_RUNS, Geomean, compute_comparison, compute_percentiles
@@ -121,35 +129,33 @@ def compute_article(
     comparison: Comparison | None = None,
     families: Mapping[str, str] | None = None,
     titles: Mapping[str, str] | None = None,
-    lang: str = "en",
+    page_titles: Mapping[str, str] | None = None,
     build_command: str = "reporter build",
     cache: dict[Any, Any] | None = None,
 ) -> ArticleData:
-    """The whole article comparing ``spec.candidate`` with ``spec.baseline`` in ``archive``.
+    """The whole article comparing ``spec.candidate`` with ``spec.baseline`` in ``archive``, in no language
+    (its words are phrases: reporter.present.wording says them in each).
 
     ``comparison`` is ``compare_labels``' result when the caller has it already;
     ``families`` maps a workload to its family where the runs did not record one (the
-    registry's), ``titles`` a workload to its methodology title. ``cache`` may be shared
+    registry's), ``titles`` a workload to its methodology title. ``page_titles``: the
+    publisher's title of the article in each language that has one (the rest get the default
+    title); without it, ``spec.title`` is the title in every language. ``cache`` may be shared
     between articles of one build (a side's informational summaries are computed once).
     """
     cache = cache if cache is not None else {}
     c = comparison or compare_labels(archive, spec.baseline, spec.candidate, noise=spec.noise,
                                      single_band=spec.single_band, correction=spec.correction)
-    # What does not depend on the language is computed once per comparison, whatever the number of languages.
-    base_key = ("article-base", id(c), spec.baseline, spec.candidate, spec.run_ids, tuple(sorted((families or {}).items())))
-    if base_key not in cache:
-        cache[base_key] = (c, _language_free(archive, spec, c, families, cache))
-    b = cache[base_key][1]
+    b = _archive_parts(archive, spec, c, families, cache)
     # Words of the device: an article whose runs are all on CPUs speaks of processes, not GPUs.
     kinds = set(pd.concat([a.runs["device_type"] for a in b["sides"].values()]).dropna().astype(str))
     words = "cpu" if kinds == {"cpu"} else None
-    t = catalogue(lang, words)
     sides, families, fps, devices, device = b["sides"], b["families"], b["fps"], b["devices"], b["device"]
     rows_df, units, confounders, cross_device = b["rows_df"], b["units"], b["confounders"], b["cross_device"]
-    rows = _with_disagreements(_case_rows(rows_df, sides, t, b["case_notes"], b["latency"]),
+    rows = _with_disagreements(_case_rows(rows_df, sides, b["case_notes"], b["latency"]),
                                dict(zip(rows_df["case_id"].astype(str), rows_df["params"])))
 
-    sections = _sections(rows, rows_df, units, sides, spec, t, cache, lang)
+    sections = _sections(rows, rows_df, units, sides, spec, cache)
     geomeans = dict(c.geomeans)
     warnings = tuple(x.note() for x in compute_confounder_summary(
         {r.case_id: list(r.notes) for r in rows if r.main}, sum(r.main for r in rows)) if x.widespread)
@@ -162,30 +168,32 @@ def compute_article(
     worst = tuple(sorted((r for r in calls if r.verdict is Verdict.WORSE), key=lambda r: r.ratio.value)[:TOP_N])
     numerics = [n for s in sections for n in s.numerics]
     method = b["method"]
-    title = spec.title or t.plain("article.default_title", candidate=spec.candidate, baseline=spec.baseline, device=device)
+    own = dict(page_titles) if page_titles is not None else {"": spec.title} if spec.title else {}
+    default = Message.of("article.default_title", candidate=spec.candidate, baseline=spec.baseline, device=device)
+    title: Phrase = own[""] if "" in own else InLanguage(tuple(sorted(own.items())), default) if own else default
     not_measured = _not_measured(sides, {r.workload for r in rows} | {b.workload for b in numerics}, families,
-                                 titles or {}, t, c)
-    verdict = _verdict_box(spec, rows, fps, confounders, b["changes"], not_measured, b["runs"], method, cross_device)
+                                 titles or {}, c)
+    verdict = _verdict_box(spec, own, rows, fps, confounders, b["changes"], not_measured, b["runs"], method, cross_device)
     return ArticleData(
         title=title,
-        lang=lang,
         page=article_page(spec.slug),
         baseline=Side("baseline", spec.baseline, spec.baseline.partition("@")[0], ", ".join(devices["baseline"]) or None),
         candidate=Side("candidate", spec.candidate, spec.candidate.partition("@")[0], ", ".join(devices["candidate"]) or None),
         device=device,
         headline=headline,
         verdict=verdict,
-        stacks=_stacks(sides, fps, t),
+        stacks=_stacks(sides, fps),
         changes=b["changes"],
         confounders=confounders,
         method=method,
         runs=b["runs"],
         sections=sections,
+        rows=tuple(rows),
         best=best,
         worst=worst,
         advice=_advice(c, rows, confounders, cross_device, method, numerics),
         not_measured=not_measured,
-        unmatched=tuple(_unmatched(c, t)),
+        unmatched=tuple(_unmatched(c)),
         reproduce=b["reproduce"],
         build_command=build_command,
         gpus=b["gpus"],
@@ -193,9 +201,9 @@ def compute_article(
     )
 
 
-def _language_free(archive: Archive, spec: ComparisonSpec, c: Comparison,
+def _archive_parts(archive: Archive, spec: ComparisonSpec, c: Comparison,
                    families: Mapping[str, str] | None, cache: dict[Any, Any]) -> dict[str, Any]:
-    """The parts of ``compute_article`` that read the archive and no message catalogue."""
+    """The parts of ``compute_article`` that read the archive (a side's, once for every article of that side)."""
 
     def of_side(a: Archive, compute: Callable[[Archive], Any]) -> Any:  # a label is a side of several articles
         key = (compute.__name__, a.selector, spec.run_ids)
@@ -240,30 +248,26 @@ def _language_free(archive: Archive, spec: ComparisonSpec, c: Comparison,
 # ---- rows ---------------------------------------------------------------------------------------
 
 
-def _case_rows(df: pd.DataFrame, sides: Mapping[str, Archive], t: Catalogue,
+def _case_rows(df: pd.DataFrame, sides: Mapping[str, Archive],
                case_notes: Mapping[str, list[Note]] | None = None,
                latency: Mapping[str, Mapping[str, np.ndarray]] | None = None) -> list[CaseRow]:
-    """Every compared row, labelled within its workload's block, with rates, latency percentiles and
+    """Every compared row, named within its workload's block, with rates, latency percentiles and
     the statistics' notes followed by the case's confounder notes (``case_notes``)."""
     case_notes = case_notes or {}
     latency = latency if latency is not None else {role: _latency_samples(a) for role, a in sides.items()}
     records = dict(zip(df.index, df.to_dict("records")))
-    rates = _rates(df, t, records)
+    rates = _rates(df, records)
     out: list[CaseRow] = []
     for workload, sub in df.groupby("workload", sort=False):
-        params = [params_of(p) for p in sub["params"]]
-        _, named = block_heading(t, str(workload), _distinct_params(params))
-        labels = distinct_labels(t, str(workload), params,
-                                 lambda p: case_label(t, str(workload), p, omit=named) or case_label(t, str(workload), p))
-        full = [case_label(t, str(workload), p, with_workload=True) for p in params]
-        for i, label, full_label in zip(sub.index, labels, full):
+        for i in sub.index:
             r = records[i]
             metric = str(r["metric"])
-            if metric != "time" and metric != "latency":
-                label = t.plain("label.metric_suffix", label=label, metric=_metric_name(t, metric))
-                full_label = t.plain("label.metric_suffix", label=full_label, metric=_metric_name(t, metric))
-            elif workload == "compile" and metric == "time":  # the compiled step, not the compile
-                full_label = t.plain("label.metric_suffix", label=full_label, metric=_metric_name(t, "compiled_step"))
+            params = _params_text(r["params"])
+            suffix = None if metric in ("time", "latency") else metric
+            label = RowName(str(workload), params, suffix)
+            # A compile row's time is the compiled step, not the compile.
+            full_label = RowName(str(workload), params, "compiled_step" if workload == "compile" and metric == "time"
+                                 else suffix, full=True)
             verdict = Verdict(str(r["verdict"]))
             lat = (None, None)
             if metric == "latency":
@@ -271,7 +275,7 @@ def _case_rows(df: pd.DataFrame, sides: Mapping[str, Archive], t: Catalogue,
             main = counted(metric, verdict)
             out.append(CaseRow(
                 case_id=str(r["case_id"]), workload=str(workload), family=str(r["family"]), label=label,
-                full_label=full_label, metric=metric, unit=_unit(t, str(r["unit"])), better=str(r["better"]),
+                full_label=full_label, metric=metric, unit=_unit(str(r["unit"])), better=str(r["better"]),
                 baseline=Interval(float(r["baseline_value"]), float(r["baseline_ci_low"]), float(r["baseline_ci_high"])),
                 candidate=Interval(float(r["candidate_value"]), float(r["candidate_ci_low"]), float(r["candidate_ci_high"])),
                 ratio=Interval(float(r["ratio"]), float(r["ci_low"]), float(r["ci_high"])),
@@ -296,10 +300,15 @@ def _distinct_params(params: Sequence[Mapping[str, Any]]) -> list[Mapping[str, A
     return out
 
 
-def _rates(df: pd.DataFrame, t: Catalogue, records: Mapping[Any, dict[str, Any]] | None = None
+def _params_text(params: Any) -> str:
+    """A case's recorded parameters as JSON text (as recorded where they are text)."""
+    return params if isinstance(params, str) else params_to_json(params_of(params))
+
+
+def _rates(df: pd.DataFrame, records: Mapping[Any, dict[str, Any]] | None = None
            ) -> dict[int, tuple[Rate | None, Rate | None]]:
     """TFLOP/s, GB/s or items/s per side and row, with % of the best rate of the same workload, kind and dtype on that side."""
-    raw: dict[str, dict[int, tuple[str, str, float, str]]] = {"baseline": {}, "candidate": {}}
+    raw: dict[str, dict[int, tuple[str, str, float, Phrase]]] = {"baseline": {}, "candidate": {}}
     for i, r in (records or dict(zip(df.index, df.to_dict("records")))).items():
         if r["metric"] not in RATE_METRICS or r["unit"] != "s":
             continue
@@ -315,7 +324,7 @@ def _rates(df: pd.DataFrame, t: Catalogue, records: Mapping[Any, dict[str, Any]]
                 raw[side][i] = ("bytes", str(r["workload"]), r["bytes"] / median / 1e9, "GB/s")
             elif _positive(r.get("items")):
                 unit = r.get("items_unit") if isinstance(r.get("items_unit"), str) and r.get("items_unit") else "items"
-                raw[side][i] = ("items", "", r["items"] / median, _per_second(t, unit))
+                raw[side][i] = ("items", "", r["items"] / median, PerSecond(unit))
     out: dict[int, list[Rate | None]] = {}
     for s_index, side in enumerate(("baseline", "candidate")):
         peaks: dict[tuple[str, str], float] = {}
@@ -383,9 +392,9 @@ def _with_disagreements(rows: list[CaseRow], params: Mapping[str, Any]) -> list[
 
 
 def _sections(rows: list[CaseRow], df: pd.DataFrame, units: Mapping[str, pd.DataFrame], sides: Mapping[str, Archive],
-              spec: ComparisonSpec, t: Catalogue, cache: dict[Any, Any], lang: str) -> tuple[Section, ...]:
+              spec: ComparisonSpec, cache: dict[Any, Any]) -> tuple[Section, ...]:
     out: list[Section] = []
-    numerics = _numerics(sides, spec, t, cache)
+    numerics = _numerics(sides, spec, cache)
     first = _first_rows(df)  # for every block
     stacks = _stack_names(sides)
     for key, families in SECTIONS:
@@ -399,34 +408,34 @@ def _sections(rows: list[CaseRow], df: pd.DataFrame, units: Mapping[str, pd.Data
             continue
         order = {f: i for i, f in enumerate(families)}
         workloads = sorted({r.workload for r in sub}, key=lambda w: (order[next(r.family for r in sub if r.workload == w)], w))
-        blocks = tuple(_block(w, [r for r in sub if r.workload == w], df, units, t, sides, cache, first, stacks)
+        blocks = tuple(_block(w, [r for r in sub if r.workload == w], df, units, sides, cache, first, stacks)
                        for w in workloads)
         main = [r for r in sub if r.main]
-        chart = _ratio_chart(key, main, t) if len(main) >= 2 else None
+        chart = _ratio_chart(key, main) if len(main) >= 2 else None
         out.append(Section(key, number, blocks=blocks, chart=chart))
     return tuple(out)
 
 
-def _block(workload: str, rows: list[CaseRow], df: pd.DataFrame, units: Mapping[str, pd.DataFrame], t: Catalogue,
+def _block(workload: str, rows: list[CaseRow], df: pd.DataFrame, units: Mapping[str, pd.DataFrame],
            sides: Mapping[str, Archive] | None = None, cache: dict[Any, Any] | None = None,
            first: Mapping[str, tuple[Any, Any]] | None = None, stacks: Mapping[str, str] | None = None) -> Block:
     params = _distinct_params([params_of(p) for p in df.loc[df["workload"] == workload, "params"]])
-    title, _ = block_heading(t, workload, params)
-    derived = tuple(d for d in _derived(workload, rows, df, units, t, sides, cache) if d.rows)
+    derived = tuple(d for d in _derived(workload, rows, df, units, sides, cache) if d.rows)
     return Block(
-        workload=workload, title=title, rows=tuple(rows), derived=derived,
-        charts=tuple(c for c in (_scaling_chart(workload, rows, df, t, _stack_names(sides) if stacks is None else stacks,
+        workload=workload, title=Heading(workload, tuple(params_to_json(p) for p in params)), rows=tuple(rows),
+        derived=derived,
+        charts=tuple(c for c in (_scaling_chart(workload, rows, df, _stack_names(sides) if stacks is None else stacks,
                                                 first),) if c is not None),
         has_latency=any(r.latency[0] or r.latency[1] for r in rows),
         has_peak=any(rate is not None and rate.peak_fraction is not None for r in rows if r.main for rate in r.rates),
     )
 
 
-def _ratio_chart(key: str, rows: list[CaseRow], t: Catalogue) -> ChartData:
+def _ratio_chart(key: str, rows: list[CaseRow]) -> ChartData:
     points = tuple({"case": r.full_label, "ratio": r.ratio.value, "ci_low": r.ratio.low, "ci_high": r.ratio.high,
                     "verdict": r.verdict.value} for r in rows)
-    return ChartData("ratios", t.plain("chart.ratio_title", section=t.plain(f"section.{key}.title")), points,
-                     x_title=t.plain("chart.ratio_axis"))
+    return ChartData("ratios", Message.of("chart.ratio_title", section=Message(f"section.{key}.title")), points,
+                     x_title=Message("chart.ratio_axis"))
 
 
 def _stack_names(sides: Mapping[str, Archive] | None) -> dict[str, str]:
@@ -446,13 +455,14 @@ def _first_rows(df: pd.DataFrame) -> dict[str, tuple[Any, Any]]:
     return {str(c): (p, i) for c, p, i in zip(first["case_id"], first["params"], first["items"])}
 
 
-def _scaling_chart(workload: str, rows: list[CaseRow], df: pd.DataFrame, t: Catalogue,
+def _scaling_chart(workload: str, rows: list[CaseRow], df: pd.DataFrame,
                    stacks: Mapping[str, str] | None = None,
                    first: Mapping[str, tuple[Any, Any]] | None = None) -> ChartData | None:
     """Medians along the parameter that varies (size, GPUs, workers, batch): one line per side and variant.
 
     Along a parallelism axis the curve shows throughput (measured, or items per step over
-    the step time); along a size axis, time.
+    the step time); along a size axis, time. Its points are in no order: a series is named in
+    the page's language, and the view sorts them by series and x.
     """
     primary = [r for r in rows if r.metric in RATE_METRICS]
     measured = not primary
@@ -478,24 +488,21 @@ def _scaling_chart(workload: str, rows: list[CaseRow], df: pd.DataFrame, t: Cata
     points = []
     for r in primary:
         p = params[r.case_id]
-        variant = case_label(t, workload, {k: v for k, v in p.items() if k != axis}) or ""
+        variant = CaseName(workload, params_to_json({k: v for k, v in p.items() if k != axis}))
         for role, value in (("baseline", r.baseline), ("candidate", r.candidate)):
             med, lo, hi = value.value, value.low, value.high
             if derived:
                 med, lo, hi = items[r.case_id] / med, items[r.case_id] / hi, items[r.case_id] / lo
-            stack = (stacks or {}).get(role) or t.plain(f"side.{role}")
-            series = stack + (f" · {variant}" if variant else "")
-            points.append({"x": p[axis], "y": med, "y_low": lo, "y_high": hi, "series": series,
-                           "stack": stack, "variant": variant})
-    points.sort(key=lambda d: (d["series"], d["x"]))
-    unit = primary[0].unit if measured else (_per_second(t, items_unit) if derived else "s")
-    axis_name = t.plain(f"axis.{axis}") if t.has(f"axis.{axis}") else axis
-    y_title = t.plain("chart.throughput_axis", unit=unit) if as_rate else t.plain("chart.time_axis")
+            stack = (stacks or {}).get(role) or Message(f"side.{role}")
+            points.append({"x": p[axis], "y": med, "y_low": lo, "y_high": hi, "stack": stack, "variant": variant})
+    unit = primary[0].unit if measured else (PerSecond(items_unit) if derived else "s")
+    axis_name = Message(f"axis.{axis}", otherwise=axis)
+    y_title = Message.of("chart.throughput_axis", unit=unit) if as_rate else Message("chart.time_axis")
     title_key = "chart.scaling_items_title" if as_rate else "chart.scaling_time_title"
-    name = t.plain(f"workload_name.{workload}") if t.has(f"workload_name.{workload}") else workload
-    return ChartData("lines", t.plain(title_key, workload=name, axis=axis_name), tuple(points), x_title=axis_name,
+    name = Message(f"workload_name.{workload}", otherwise=workload)
+    return ChartData("lines", Message.of(title_key, workload=name, axis=axis_name), tuple(points), x_title=axis_name,
                      y_title=y_title, log_x=axis not in PARALLEL_PARAMS, log_y=not as_rate, unit=unit,
-                     stacks=tuple((stacks or {}).get(r) or t.plain(f"side.{r}") for r in ("baseline", "candidate")))
+                     stacks=tuple((stacks or {}).get(r) or Message(f"side.{r}") for r in ("baseline", "candidate")))
 
 
 # ---- derived figures ------------------------------------------------------------------------------
@@ -572,7 +579,7 @@ def _pairs(df: pd.DataFrame, workload: str, key: str, reference: Any) -> list[tu
 
 
 def _derived(workload: str, rows: list[CaseRow], df: pd.DataFrame, units: Mapping[str, pd.DataFrame],
-             t: Catalogue, sides: Mapping[str, Archive] | None = None,
+             sides: Mapping[str, Archive] | None = None,
              cache: dict[Any, Any] | None = None) -> list[DerivedTable]:
     """The figures the source write-ups lead with, per side, where this workload's cases allow them."""
 
@@ -584,8 +591,8 @@ def _derived(workload: str, rows: list[CaseRow], df: pd.DataFrame, units: Mappin
             out.append(Interval(v.value * scale, v.low * scale, v.high * scale) if v else None)
         return out[0], out[1]
 
-    def label(p: Mapping[str, Any]) -> str:
-        return case_label(t, workload, p, with_workload=False) or t.plain(f"workload_name.{workload}")
+    def label(p: Mapping[str, Any]) -> Phrase:
+        return CaseName(workload, params_to_json(p), otherwise=Message(f"workload_name.{workload}"))
 
     tables: list[DerivedTable] = []
     if workload == "compile":
@@ -601,7 +608,7 @@ def _derived(workload: str, rows: list[CaseRow], df: pd.DataFrame, units: Mappin
     elif workload == "amp":
         speed, saved = [], []
         for rest, fp32, amp, precision in _pairs(df, workload, "precision", "fp32"):
-            what = f"{label(rest)}, {t.plain('label.amp', dtype=precision)}"
+            what = Joined((label(rest), Message.of("label.amp", dtype=precision)))
             b, c = per_side(fp32, amp, "time")
             if b or c:
                 speed.append(DerivedRow(what, b, c, "x"))
@@ -610,9 +617,9 @@ def _derived(workload: str, rows: list[CaseRow], df: pd.DataFrame, units: Mappin
                 saved.append(DerivedRow(what, _saved(mb), _saved(mc), "fraction"))
         tables += [DerivedTable("amp_speedup", tuple(speed)), DerivedTable("amp_memory_saved", tuple(saved))]
     elif workload == "dataloader":
-        tables.append(_loader_table(rows, df, t))
+        tables.append(_loader_table(rows, df))
     elif workload == "multigpu" and sides is not None:
-        tables.append(_scaling_table(sides, t, cache))
+        tables.append(_scaling_table(sides, cache))
     elif workload == "cpu_vs_gpu":
         speed = []
         for rest, cpu, gpu, _ in _pairs(df, workload, "on", "cpu"):
@@ -621,13 +628,13 @@ def _derived(workload: str, rows: list[CaseRow], df: pd.DataFrame, units: Mappin
                 speed.append(DerivedRow(label(rest), b, c, "x"))
         tables.append(DerivedTable("gpu_speedup", tuple(speed)))
     elif workload == "inference":
-        tables.append(_throughput_table(rows, df, t, "inference_throughput"))
+        tables.append(_throughput_table(rows, df, "inference_throughput"))
     return tables
 
 
-def _scaling_table(sides: Mapping[str, Archive], t: Catalogue, cache: dict[Any, Any] | None = None) -> DerivedTable:
+def _scaling_table(sides: Mapping[str, Archive], cache: dict[Any, Any] | None = None) -> DerivedTable:
     """DDP/DataParallel scaling efficiency per (mode, model, nodes, devices) on each side (reporter.model.scaling);
-    each side's efficiencies computed once in ``cache`` (shared by the article's languages)."""
+    each side's efficiencies computed once in ``cache`` (shared by the articles of that side)."""
     cache = cache if cache is not None else {}
     points: dict[tuple[str, str, int, int], list[ScalingEfficiency | None]] = {}
     for i, role in enumerate(("baseline", "candidate")):
@@ -640,12 +647,13 @@ def _scaling_table(sides: Mapping[str, Archive], t: Catalogue, cache: dict[Any, 
     out = []
     for (mode, model, nodes, devices), (b, c) in sorted(points.items()):
         params: dict[str, Any] = {"mode": mode, "model": model, "replicas": devices // max(nodes, 1)}
-        what = case_label(t, "multigpu", {k: v for k, v in params.items() if v != ""})
+        what: Phrase = CaseName("multigpu", params_to_json({k: v for k, v in params.items() if v != ""}))
         if nodes > 1:
-            what = t.plain("derived.on_nodes", label=what, nodes=nodes)
-        within = [t.plain(f"side.{role}") for role, e in (("baseline", b), ("candidate", c)) if e and e.basis == WITHIN_UNIT]
+            what = Message.of("derived.on_nodes", label=what, nodes=nodes)
+        within = tuple(Message(f"side.{role}") for role, e in (("baseline", b), ("candidate", c))
+                       if e and e.basis == WITHIN_UNIT)
         out.append(DerivedRow(what, *(Interval(e.efficiency, e.ci_low, e.ci_high) if e else None for e in (b, c)),
-                              "fraction", t.plain("derived.within_unit", sides=" & ".join(within)) if within else None))
+                              "fraction", Message.of("derived.within_unit", sides=Joined(within, " & ")) if within else None))
     return DerivedTable("scaling_efficiency", tuple(out))
 
 
@@ -660,7 +668,7 @@ def _summary(rows: list[CaseRow], metric: str) -> dict[str, tuple[Interval | Non
     return {r.case_id: (r.baseline, r.candidate) for r in rows if r.metric == metric}
 
 
-def _throughput_table(rows: list[CaseRow], df: pd.DataFrame, t: Catalogue, kind: str) -> DerivedTable:
+def _throughput_table(rows: list[CaseRow], df: pd.DataFrame, kind: str) -> DerivedTable:
     """Items per second per case and side, from the items per request over the median time (CI alike)."""
     out = []
     for r in rows:
@@ -670,14 +678,14 @@ def _throughput_table(rows: list[CaseRow], df: pd.DataFrame, t: Catalogue, kind:
         items = info.get("items")
         if not _positive(items):
             continue
-        unit = _per_second(t, info["items_unit"] if isinstance(info.get("items_unit"), str) and info["items_unit"] else "items")
+        unit = PerSecond(info["items_unit"] if isinstance(info.get("items_unit"), str) and info["items_unit"] else "items")
         b, c = (Interval(items / v.value, items / v.high, items / v.low) if _positive(v.value) else None
                 for v in (r.baseline, r.candidate))
         out.append(DerivedRow(r.label, b, c, unit))
     return DerivedTable(kind, tuple(out))
 
 
-def _loader_table(rows: list[CaseRow], df: pd.DataFrame, t: Catalogue) -> DerivedTable:
+def _loader_table(rows: list[CaseRow], df: pd.DataFrame) -> DerivedTable:
     """Throughput per worker count, one curve per configuration, with the knee of each side's curve."""
     curves: dict[str, list[tuple[int, CaseRow]]] = {}
     rests: dict[str, dict[str, Any]] = {}
@@ -702,9 +710,9 @@ def _loader_table(rows: list[CaseRow], df: pd.DataFrame, t: Catalogue) -> Derive
         for n, r in points:
             detail = None
             if n in knees:
-                who = [t.plain(f"side.{role}") for role, k in zip(("baseline", "candidate"), knees) if k == n]
-                detail = t.plain("derived.knee_here", sides=" & ".join(who))
-            out.append(DerivedRow(case_label(t, "dataloader", {**rests[key], "num_workers": n}), r.baseline,
+                who = tuple(Message(f"side.{role}") for role, k in zip(("baseline", "candidate"), knees) if k == n)
+                detail = Message.of("derived.knee_here", sides=Joined(who, " & "))
+            out.append(DerivedRow(CaseName("dataloader", params_to_json({**rests[key], "num_workers": n})), r.baseline,
                                   r.candidate, r.unit, detail))
     return DerivedTable("loader_throughput", tuple(out))
 
@@ -741,11 +749,14 @@ def _headline(rows: list[CaseRow], geomeans: Mapping[str, Geomean], c: Compariso
     )
 
 
-def _verdict_box(spec: ComparisonSpec, rows: list[CaseRow], fps: Mapping[str, Mapping[tuple[str, str], list[str]]],
+def _verdict_box(spec: ComparisonSpec, own_titles: Mapping[str, str], rows: list[CaseRow], fps: Mapping[str, Mapping[tuple[str, str], list[str]]],
                  confounders: Sequence[Confounder], changes: Sequence[tuple[str, str | None, str | None]],
                  not_measured: Sequence[NotMeasured], runs: Sequence[RunRef], method: Method,
                  cross_device: bool) -> VerdictBox:
-    """The answer (every call, what the rest could tell) and what it rests on (caveats, evidence)."""
+    """The answer (every call, what the rest could tell) and what it rests on (caveats, evidence).
+
+    ``own_titles``: the publisher's title per language ("": in every language); a title naming what
+    these runs did not compare is a caveat in its language."""
     main = [r for r in rows if r.main]
     by_size = lambda r: -abs(math.log(r.ratio.value))  # noqa: E731 - a sort key
     better = tuple(sorted((r for r in main if r.verdict is Verdict.BETTER), key=by_size))
@@ -770,9 +781,11 @@ def _verdict_box(spec: ComparisonSpec, rows: list[CaseRow], fps: Mapping[str, Ma
     disagree = [r.full_label for r in main if any(n.code is NoteCode.DISAGREES for n in r.notes)]
     if disagree:
         caveats.append(Caveat("disagree", {"cases": tuple(disagree)}))
-    untitled = _named_but_not_compared(spec.title, rows)
-    if untitled:
-        caveats.append(Caveat("title", {"terms": ", ".join(untitled)}))
+    untitled = {lang: ", ".join(terms) for lang, title in own_titles.items() if (terms := _named_but_not_compared(title, rows))}
+    if "" in untitled:
+        caveats.append(Caveat("title", {"terms": untitled[""]}))
+    elif untitled:  # in the languages whose title it is: said as nothing in the others, where it is dropped
+        caveats.append(Caveat("title", {"terms": InLanguage(tuple(sorted(untitled.items())), "")}))
     if cross_device:
         caveats.append(Caveat("cross_device"))
     for x in confounders:
@@ -863,7 +876,7 @@ def _with_shared_shift(h: Headline, rows: list[CaseRow], c: Comparison, archive:
 # ---- numerics -------------------------------------------------------------------------------------
 
 
-def _numerics(sides: Mapping[str, Archive], spec: ComparisonSpec, t: Catalogue, cache: dict[Any, Any]) -> list[NumericBlock]:
+def _numerics(sides: Mapping[str, Archive], spec: ComparisonSpec, cache: dict[Any, Any]) -> list[NumericBlock]:
     """Informational metrics (better = none) both sides recorded: each side's median, identical or how far apart."""
     frames = {}
     for role, a in sides.items():
@@ -882,15 +895,14 @@ def _numerics(sides: Mapping[str, Archive], spec: ComparisonSpec, t: Catalogue, 
                                       suffixes=("_b", "_c"))
     blocks = []
     for workload, sub in merged.sort_values(["workload", "case_id", "metric"]).groupby("workload", sort=True):
-        params = [params_of(p) for p in sub["params"]]
-        title, named = block_heading(t, str(workload), _distinct_params(params))
-        labels = distinct_labels(t, str(workload), params, lambda p: case_label(t, str(workload), p, omit=named))
+        params = _distinct_params([params_of(p) for p in sub["params"]])
         out = []
-        for (_, r), label in zip(sub.iterrows(), labels):
+        for _, r in sub.iterrows():
             b, c = float(r["median_b"]), float(r["median_c"])
             rel = (c - b) / abs(b) if b != 0 and math.isfinite(b) and math.isfinite(c) else (0.0 if b == c else None)
-            out.append(NumericRow(label, str(r["metric"]), b, c, rel))
-        blocks.append(NumericBlock(str(workload), title, tuple(out)))
+            out.append(NumericRow(RowName(str(workload), _params_text(r["params"])), str(r["metric"]), b, c, rel))
+        blocks.append(NumericBlock(str(workload), Heading(str(workload), tuple(params_to_json(p) for p in params)),
+                                   tuple(out)))
     return blocks
 
 
@@ -916,21 +928,31 @@ def _shown(values: Sequence[str], fmt: ValueFormat) -> str | None:
     return ", ".join(values) or None
 
 
-def _stacks(sides: Mapping[str, Archive], fps: Mapping[str, Mapping[tuple[str, str], list[str]]],
-            t: Catalogue) -> tuple[StackRow, ...]:
+def _stacks(sides: Mapping[str, Archive], fps: Mapping[str, Mapping[tuple[str, str], list[str]]]
+            ) -> tuple[StackRow, ...]:
     rows = [StackRow("label", sides["baseline"].selector, sides["candidate"].selector),
             StackRow("runs", str(len(sides["baseline"].runs)), str(len(sides["candidate"].runs)))]
     for k in FINGERPRINT_KEYS:
         if k.name in ("cpu_cores", "memory"):
             continue  # part of the host's label
         if k.name == "host":
-            b, c = host_label(fps["baseline"], t), host_label(fps["candidate"], t)
+            b, c = _host(fps["baseline"]), _host(fps["candidate"])
         else:
             b = _shown(fps["baseline"].get((k.section, k.key), []), k.format)
             c = _shown(fps["candidate"].get((k.section, k.key), []), k.format)
         if b or c:
             rows.append(StackRow(k.name, b, c))
     return tuple(rows)
+
+
+# The fingerprint entries a host is named by (reporter.present.labels.host_label).
+HOST_ENTRIES = (("cpu", "model"), ("cpu", "logical_cores"), ("memory", "total_bytes"), ("host", "hostname"),
+                ("container", "docker"))
+
+
+def _host(fp: Mapping[tuple[str, str], list[str]]) -> HostName | None:
+    entries = tuple((k, tuple(fp[k])) for k in HOST_ENTRIES if fp.get(k))
+    return HostName(entries) if entries else None
 
 
 def _changes(fp_b: Mapping[tuple[str, str], list[str]], fp_c: Mapping[tuple[str, str], list[str]]
@@ -1057,7 +1079,7 @@ _NO_MODULE = re.compile(r"No module named '([^']+)'")
 
 
 def _not_measured(sides: Mapping[str, Archive], compared: set[str], families: Mapping[str, str],
-                  titles: Mapping[str, str], t: Catalogue, c: Comparison) -> tuple[NotMeasured, ...]:
+                  titles: Mapping[str, str], c: Comparison) -> tuple[NotMeasured, ...]:
     unmatched: dict[tuple[str, str], int] = {}
     for case_id, metric, side in c.unmatched:
         if metric not in HIDDEN_METRICS:
@@ -1068,7 +1090,7 @@ def _not_measured(sides: Mapping[str, Archive], compared: set[str], families: Ma
                        key=lambda w: (FAMILIES.index(families[w]) if families.get(w) in FAMILIES else len(FAMILIES), w))
     out = []
     for w in workloads:
-        title = t.plain(f"workload_name.{w}") if t.has(f"workload_name.{w}") else titles.get(w, w)
+        title = Message(f"workload_name.{w}", otherwise=titles.get(w, w))
         per_side = {role: c[c["workload"].astype(str) == w] for role, c in attempts.items()}
         ok = {role: bool((c["status"] == "ok").any()) for role, c in per_side.items()}
         if ok["baseline"] and ok["candidate"]:
@@ -1088,7 +1110,7 @@ def _not_measured(sides: Mapping[str, Archive], compared: set[str], families: Ma
     listed = {n.workload for n in out}
     for (w, side), n in sorted(unmatched.items()):
         if w not in listed:
-            title = t.plain(f"workload_name.{w}") if t.has(f"workload_name.{w}") else titles.get(w, w)
+            title = Message(f"workload_name.{w}", otherwise=titles.get(w, w))
             out.append(NotMeasured(w, title, "cases_one_side", side, str(n)))
     return tuple(out)
 
@@ -1114,16 +1136,14 @@ def _reason(cases: pd.DataFrame) -> tuple[str, str | None]:
     return "skipped", _shorten(text)
 
 
-def _unmatched(c: Comparison, t: Catalogue) -> Iterable[tuple[str, str]]:
+def _unmatched(c: Comparison) -> Iterable[tuple[Phrase, str]]:
     for case_id, metric, side in c.unmatched:
         if metric in HIDDEN_METRICS:
             continue
         workload, _, rest = case_id.partition("[")
         params = dict(kv.split("=", 1) for kv in rest.rstrip("]").split(",") if "=" in kv)
-        label = case_label(t, workload, {k: _number(v) for k, v in params.items()}, with_workload=True)
-        if metric not in ("time", "latency"):
-            label = t.plain("label.metric_suffix", label=label, metric=_metric_name(t, metric))
-        yield label, side
+        yield RowName(workload, params_to_json({k: _number(v) for k, v in params.items()}),
+                      None if metric in ("time", "latency") else metric, full=True), side
 
 
 def _number(v: str) -> Any:
@@ -1282,18 +1302,9 @@ def recorded_families(a: Archive) -> dict[str, str]:
     return {str(w): str(f) for w, f in zip(c["workload"], c["family"])}
 
 
-def _per_second(t: Catalogue, word: str) -> str:
-    """A rate's unit in the page's language: images/s, 图像/s."""
-    return f"{t.plain(f'unit.{word}') if t.has(f'unit.{word}') else word}/s"
-
-
-def _unit(t: Catalogue, unit: str) -> str:
+def _unit(unit: str) -> Phrase:
     """A recorded unit as the page says it: the schema units (s, bytes, ...) as they are, items/s in words."""
-    return _per_second(t, unit[:-2]) if unit.endswith("/s") else unit
-
-
-def _metric_name(t: Catalogue, metric: str) -> str:
-    return t.plain(f"metric.{metric}") if t.has(f"metric.{metric}") else metric
+    return PerSecond(unit[:-2]) if unit.endswith("/s") else unit
 
 
 def _positive(value: Any) -> bool:

@@ -36,7 +36,7 @@ from packaging.version import InvalidVersion, Version
 
 from reporter.errors import ReporterError
 from reporter.data.load import Archive, _rows_of
-from reporter.present.messages import LANGUAGES
+from reporter.options import LANGUAGES
 from reporter.article.paths import slug
 
 try:  # Python 3.11+

@@ -1,19 +1,103 @@
 """The typed model of one comparison article: what ``compute_article`` returns and views format.
 
 Frozen dataclasses only: every number in them was computed by reporter.model.compare or
-reporter.model.stats (or derived from those by reporter.article.compute, with its CI), every label is
-already in the article's language, and verdicts and notes are enums and codes. A view
-never computes: it looks up words and formats numbers.
+reporter.model.stats (or derived from those by reporter.article.compute, with its CI), and
+verdicts and notes are enums and codes. No field is in a language: what a page says in words
+is a ``Phrase`` (a message key with its fields, a case's parameters, a unit), computed once
+for every language; reporter.present.wording says an article's phrases in one language, and a
+view never computes: it looks up words and formats numbers.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, Union
 
 from runformat.vocabulary import Note, Verdict
 from reporter.model.aa import AAFigure
+
+
+# ---- phrases: words said in the page's language (reporter.present.wording) ------------------------
+
+
+@dataclass(frozen=True)
+class Message:
+    """The catalogues' message ``key``, its fields filled in (values or phrases); ``otherwise`` is
+    said where the catalogue has no ``key`` (a workload's own title, say)."""
+
+    key: str
+    fields: tuple[tuple[str, Any], ...] = ()
+    otherwise: "Phrase | None" = None
+
+    @classmethod
+    def of(cls, key: str, otherwise: "Phrase | None" = None, **fields: Any) -> "Message":
+        return cls(key, tuple(fields.items()), otherwise)
+
+
+@dataclass(frozen=True)
+class CaseName:
+    """A case named by its parameters (``params``: JSON text), as reporter.present.labels.case_label says it;
+    ``otherwise`` is said where that is empty."""
+
+    workload: str
+    params: str
+    with_workload: bool = False
+    otherwise: "Phrase | None" = None
+
+
+@dataclass(frozen=True)
+class RowName:
+    """A compared row's name: within its workload's block (the parameters its heading names left out,
+    told apart from the block's other rows), or ``full``: with its workload, as the headline names it.
+    ``metric`` is added after the case where the row is not a time ("compiled_step": the compiled step)."""
+
+    workload: str
+    params: str
+    metric: str | None = None
+    full: bool = False
+
+
+@dataclass(frozen=True)
+class Heading:
+    """A block's heading: the workload's name and what all its cases (``params``, JSON texts) share."""
+
+    workload: str
+    params: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Joined:
+    """Phrases joined by ``sep`` (a plain separator, or a phrase)."""
+
+    parts: tuple["Phrase", ...]
+    sep: "Phrase" = ", "
+
+
+@dataclass(frozen=True)
+class PerSecond:
+    """A rate's unit: ``word`` per second (images/s, 图像/s)."""
+
+    word: str
+
+
+@dataclass(frozen=True)
+class HostName:
+    """A host as a reader knows it (reporter.present.labels.host_label): from its recorded fingerprint entries."""
+
+    entries: tuple[tuple[tuple[str, str], tuple[str, ...]], ...]
+
+
+@dataclass(frozen=True)
+class InLanguage:
+    """The publisher's own words in some languages (``texts``: language, text); ``otherwise`` in the rest."""
+
+    texts: tuple[tuple[str, str], ...]
+    otherwise: "Phrase"
+
+
+Phrase = Union[str, Message, CaseName, RowName, Heading, Joined, PerSecond, HostName, InLanguage]
+
 
 
 @dataclass(frozen=True)
@@ -38,7 +122,7 @@ class Rate:
     """A rate derived from the work per iteration (TFLOP/s, GB/s, items/s) and its share of the side's best."""
 
     value: float
-    unit: str
+    unit: Phrase
     peak_fraction: float | None = None
 
 
@@ -56,7 +140,7 @@ class Percentiles:
 class CaseRow:
     """One compared (case, metric): both sides' medians, the ratio (> 1: candidate better), the verdict.
 
-    ``label`` is the case's label within its block (the heading names what all cases
+    ``label`` is the case's name within its block (the heading names what all cases
     share); ``full_label`` names the workload too, for the headline and the conclusion.
     ``main`` says whether the row is in the block's main table or only in its details.
     """
@@ -64,10 +148,10 @@ class CaseRow:
     case_id: str
     workload: str
     family: str
-    label: str
-    full_label: str
+    label: Phrase
+    full_label: Phrase
     metric: str
-    unit: str
+    unit: Phrase
     better: str
     baseline: Interval
     candidate: Interval
@@ -124,11 +208,11 @@ class Headline:
 class DerivedRow:
     """A derived figure on each side (a speed-up, memory saved, a throughput), with its CI."""
 
-    label: str
+    label: Phrase
     baseline: Interval | None
     candidate: Interval | None
-    unit: str  # "x" (a factor), "fraction", "s", or a rate unit such as "images/s"
-    detail: str | None = None  # e.g. the knee of a DataLoader curve
+    unit: Phrase  # "x" (a factor), "fraction", "s", or a rate unit such as "images/s"
+    detail: Phrase | None = None  # e.g. the knee of a DataLoader curve
 
 
 @dataclass(frozen=True)
@@ -141,17 +225,20 @@ class DerivedTable:
 
 @dataclass(frozen=True)
 class ChartData:
-    """A chart's data; the view turns it into a Vega-Lite specification (reporter.present.charts)."""
+    """A chart's data; the view turns it into a Vega-Lite specification (reporter.present.charts).
+
+    A point of "lines" names its ``stack`` and ``variant`` (phrases); said in a language, it is named
+    by its ``series`` too, and the points are in the order of their series and x."""
 
     kind: str  # "lines" or "ratios"
-    title: str
+    title: Phrase
     points: tuple[dict[str, Any], ...]
-    x_title: str = ""
-    y_title: str = ""
+    x_title: Phrase = ""
+    y_title: Phrase = ""
     log_x: bool = False
     log_y: bool = False
-    unit: str = ""  # the unit of y for the chart's data table
-    stacks: tuple[str, ...] = ()  # the stacks the points name in ``stack``, baseline first (one colour each)
+    unit: Phrase = ""  # the unit of y for the chart's data table
+    stacks: tuple[Phrase, ...] = ()  # the stacks the points name in ``stack``, baseline first (one colour each)
 
 
 @dataclass(frozen=True)
@@ -159,7 +246,7 @@ class Block:
     """One workload's part of a section: its heading from what ran, main rows, details, figures."""
 
     workload: str
-    title: str
+    title: Phrase
     rows: tuple[CaseRow, ...]  # every compared row (the details table)
     derived: tuple[DerivedTable, ...] = ()
     charts: tuple[ChartData, ...] = ()
@@ -175,7 +262,7 @@ class Block:
 class NumericRow:
     """An informational value both sides recorded (loss, checksum): identical, or how far apart."""
 
-    label: str
+    label: Phrase
     metric: str
     baseline: float
     candidate: float
@@ -189,7 +276,7 @@ class NumericRow:
 @dataclass(frozen=True)
 class NumericBlock:
     workload: str
-    title: str
+    title: Phrase
     rows: tuple[NumericRow, ...]
 
 
@@ -207,7 +294,7 @@ class NotMeasured:
     """A workload these runs did not compare, and why (``reason`` is a code of ``[not_measured]``)."""
 
     workload: str
-    title: str
+    title: Phrase
     reason: str  # skipped, no_gpu, no_data_dir, missing_package, failed, one_side
     side: str | None = None  # baseline, candidate, or None for both
     detail: str | None = None  # the package name, or the recorded text for a plain skip
@@ -216,8 +303,8 @@ class NotMeasured:
 @dataclass(frozen=True)
 class StackRow:
     name: str  # the key of its label ([stack] name)
-    baseline: str | None
-    candidate: str | None
+    baseline: Phrase | None
+    candidate: Phrase | None
 
     @property
     def changed(self) -> bool:
@@ -339,10 +426,13 @@ class VerdictBox:
 
 @dataclass(frozen=True)
 class ArticleData:
-    """Everything one article shows, computed; ``page`` is its path under the site root."""
+    """Everything one article shows, computed; ``page`` is its path under the site root.
 
-    title: str
-    lang: str
+    ``lang`` is None as computed (every word a phrase), and the language its phrases were said
+    in (reporter.present.wording.in_language). ``rows``: every compared row, in the order of the
+    comparison."""
+
+    title: Phrase
     page: str
     baseline: Side
     candidate: Side
@@ -355,11 +445,12 @@ class ArticleData:
     method: Method
     runs: tuple[RunRef, ...]
     sections: tuple[Section, ...]
+    rows: tuple[CaseRow, ...]
     best: tuple[CaseRow, ...]
     worst: tuple[CaseRow, ...]
     advice: tuple[Advice, ...]
     not_measured: tuple[NotMeasured, ...]
-    unmatched: tuple[tuple[str, str], ...]  # (label, side) of what only one side measured
+    unmatched: tuple[tuple[Phrase, str], ...]  # (name, side) of what only one side measured
     reproduce: Reproduce
     build_command: str
     # Whether the sides ran on the same GPUs, by the UUIDs their runs recorded: "same",
@@ -367,6 +458,7 @@ class ArticleData:
     gpus: Literal["same", "different", "mixed"] | None = None
     # The device's own words in the catalogues ("cpu": every run on CPUs), or None.
     words: str | None = None
+    lang: str | None = None
 
     @property
     def conclusion_number(self) -> int:

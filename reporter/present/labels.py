@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
+from runformat.schema import params_from_json
 from reporter.present.messages import Catalogue
 
 MODEL_NAMES = {
@@ -46,15 +47,7 @@ WORKLOAD_ORDER: dict[str, tuple[str, ...]] = {
 }
 
 
-def params_of(params: str | Mapping[str, Any] | None) -> dict[str, Any]:
-    """The recorded parameters as a dict (``{}`` for anything that is not a JSON object)."""
-    if isinstance(params, Mapping):
-        return dict(params)
-    try:
-        value = json.loads(params or "{}")
-    except (TypeError, ValueError):
-        return {}
-    return value if isinstance(value, dict) else {}
+params_of = params_from_json  # the recorded parameters as a dict, as the pages read them
 
 
 def _count(v: Any) -> str:
@@ -198,6 +191,17 @@ def distinct_labels(t: Catalogue, workload: str, params_list: Sequence[Mapping[s
             extra = ", ".join(f"{k}={params_list[j][k]}" for k in differing)
             labels[j] = f"{text} ({extra})" if extra else text
     return labels
+
+
+def distinct_params(params: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """Each distinct set of parameters once, in the order first seen."""
+    seen, out = set(), []
+    for p in params:
+        key = json.dumps(p, sort_keys=True)
+        if key not in seen:
+            seen.add(key)
+            out.append(p)
+    return out
 
 
 def constant_params(params_list: Sequence[Mapping[str, Any]]) -> dict[str, Any]:

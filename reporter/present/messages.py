@@ -17,8 +17,9 @@ try:  # Python 3.11+
 except ModuleNotFoundError:  # pragma: no cover - Python 3.10
     import tomli as tomllib  # type: ignore[no-redef]
 
+from reporter.options import LANGUAGES
+
 I18N_DIR = Path(__file__).resolve().parent / "i18n"
-LANGUAGES = ("en", "zh")
 
 
 class Catalogue:

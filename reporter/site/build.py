@@ -60,6 +60,7 @@ from reporter.present.render import LANGUAGES, Messages, render_page
 from reporter.present.tables import Table
 from reporter.present.terminal import inert
 from reporter.present.views import RAW_FILES, ArticleView, ChartView, WorkloadInfo, load_workloads
+from reporter.present.wording import in_language
 
 GENERATED_DIRS = ("reports", "runs", "trends", "guide", "imagebench")
 GENERATED_FILES = ("methodology.md",)
@@ -142,10 +143,9 @@ def _articles_of(
         except ReporterError as e:
             out.append(e)
             continue
-        per_lang = {page_lang: compute_article(restrict(archive, spec.run_ids), replace(spec, title=spec_titles.get(page_lang)),
-                                               comparison=comparison, families=families, titles=titles, lang=page_lang,
-                                               build_command=build_command, cache=shared)
-                    for page_lang in languages}  # every article in every language
+        data = compute_article(restrict(archive, spec.run_ids), spec, comparison=comparison, families=families,
+                               titles=titles, page_titles=spec_titles, build_command=build_command, cache=shared)
+        per_lang = {page_lang: in_language(data, page_lang) for page_lang in languages}  # computed once, said in each
         out.append((comparison, per_lang))
     return out
 
