@@ -447,7 +447,8 @@ def build_site(
                 for c in charts:
                     c.href = f"charts/{name.removesuffix('.md')}-{c.ident}.svg"
                 renderer.submit([c.spec for c in charts])
-                page.text = render_page(page.template, view, page.lang, marker=GENERATED_MARKER, data=page.data)
+                page.text = render_page(page.template, view, page.lang, marker=GENERATED_MARKER, data=page.data,
+                                        page=page.path)
                 page.charts = [(c.href, "") for c in charts]
                 fresh.append((page, len(charts)))
 
