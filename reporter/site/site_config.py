@@ -36,6 +36,8 @@ from reporter.errors import ReporterError
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 THEME_OVERRIDES = Path(__file__).resolve().parents[1] / "present" / "theme"
+# Material's search index built faster, the same byte for byte (reporter/site/search_speed.py).
+SEARCH_SPEED_HOOK = Path(__file__).resolve().parent / "search_speed.py"
 # How each language names itself in the switcher.
 LANGUAGE_NAMES = {"en": "English", "zh": "中文"}
 
@@ -111,6 +113,8 @@ def mkdocs_overrides(
         # The pages' tables are raw HTML, whose links MkDocs leaves as they are: they are written
         # as these URLs (reporter.present.render.served_href).
         "use_directory_urls": True,
+        # The search index, built faster and the same (an absolute path: this file lives elsewhere).
+        "hooks": [str(SEARCH_SPEED_HOOK)],
         "extra": {"alternate": alternate} if len(languages) > 1 else {},
     }
     others = [f"/{language_prefix(other, root_lang)}" for other in languages if other != lang]
