@@ -357,10 +357,10 @@ def inline_html(text: Markup) -> Markup:
     """A trusted message in inline Markdown (a table cell of the methodology, say) as HTML, by Python-Markdown."""
     if _INLINE_SYNTAX.search(text) is None:
         return text
-    html = _MARKDOWN.reset().convert(text)
-    if not (html.startswith("<p>") and html.endswith("</p>")) or "<p>" in html[3:]:
+    out = _MARKDOWN.reset().convert(text)
+    if not (out.startswith("<p>") and out.endswith("</p>")) or "<p>" in out[3:]:
         raise ValueError(f"not one line of inline Markdown: {text!r}")
-    return Markup(html[3:-4])
+    return Markup(out[3:-4])
 
 
 def _hook_text(value: Any) -> Markup:
