@@ -99,10 +99,12 @@ def test_parse_forms():
 
 
 def _site_markdown():
+    """Python-Markdown as the site configures it, and md_in_html, which reads the report's collapsible box
+    (the site's own pages, whose tables are HTML, need none)."""
     import markdown
 
     config = yaml.safe_load((ROOT / "mkdocs.yml").read_text().replace("!!python", "#"))
-    extensions, configs = [], {}
+    extensions, configs = ["md_in_html"], {}
     for entry in config["markdown_extensions"]:
         name, options = (next(iter(entry.items())) if isinstance(entry, dict) else (entry, None))
         extensions.append(name)

@@ -129,8 +129,8 @@ def test_what_changed_keeps_the_entries_a_reader_weighs_first_in_view(pages: dic
     for name, page in pages.items():
         start = re.search(r"^### 1\.2 ", page, re.M)
         section = page[start.end(): page.index("\n## ", start.end())]
-        in_view, _, folded = section.partition("\n??? note")
-        keys = re.findall(r"^\| <code>([^<]+)</code>", in_view, re.M)
+        in_view, _, folded = section.partition('\n<details class="note">')
+        keys = re.findall(r"^<tr>\n<td><code>([^<]+)</code>", in_view, re.M)
         assert len(keys) <= ArticleView.CHANGES_SHOWN or folded, name
         assert "collect&#95;env.cpu&#95;info" not in in_view, name  # a full lscpu dump is never in view
         if folded:
@@ -258,8 +258,8 @@ def test_one_comparison_gives_the_same_counts_and_geomean_on_every_page_and_in_t
     assert (len(box.better), len(box.worse), box.total) == (cli_counts["better"], cli_counts["worse"], len(rows))
     # The reports index: the article's line, with its geomean, CI and counts.
     index = (site / "reports" / "index.md").read_text(encoding="utf-8")
-    line = next(ln for ln in index.splitlines() if f"({spec.slug}.md)" in ln)
-    cells = [c.strip() for c in line.strip("|").split("|")]
+    row = next(r for r in re.findall(r"<tr>\n(.*?)</tr>", index, re.S) if f'<a href="{spec.slug}/">' in r)
+    cells = [html.unescape(c) for c in re.findall(r"<td[^>]*>(.*?)</td>", row)]
     assert cells[4] == f"{geo['ratio']:.3f}×" and cells[5] == f"[{geo['ci_low']:.3f}, {geo['ci_high']:.3f}]"
     inconclusive = h.total - sum(h.counts[k] for k in ("better", "worse", "equivalent", "unchanged"))
     assert cells[6:10] == [str(cli_counts["better"]), str(cli_counts["worse"]), str(cli_counts["equivalent"]),

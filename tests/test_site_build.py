@@ -12,6 +12,7 @@ import re
 import shutil
 import subprocess
 import sys
+from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +32,38 @@ from make_golden_runs import GOLDEN_WORKLOADS  # noqa: E402
 
 WORKLOADS = {name: WorkloadInfo(name=name, **info) for name, info in GOLDEN_WORKLOADS.items()}
 HOSTILE = "x|<script>alert(1)</script>{{ 7*7 }}[a](javascript:alert(1))`b`*c*_d_\n# e"
+
+
+class _Rows(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.rows: list[tuple[bool, list[str]]] = []
+        self.details = 0
+        self.in_cell = False
+
+    def handle_starttag(self, tag: str, attrs: Any) -> None:
+        self.details += tag == "details"
+        if tag == "tr":
+            self.rows.append((self.details > 0, []))
+        elif tag in ("td", "th"):
+            self.rows[-1][1].append("")
+            self.in_cell = True
+
+    def handle_endtag(self, tag: str) -> None:
+        self.details -= tag == "details"
+        self.in_cell = self.in_cell and tag not in ("td", "th")
+
+    def handle_data(self, data: str) -> None:
+        if self.in_cell:
+            self.rows[-1][1][-1] += data
+
+
+def table_rows(page: str, *, collapsed: bool | None = None) -> list[list[str]]:
+    """The text of each table row's cells on a page (its tables are HTML), those in a collapsible box
+    alone (``collapsed``), those outside one, or all."""
+    parser = _Rows()
+    parser.feed(page)
+    return [cells for inside, cells in parser.rows if collapsed is None or inside == collapsed]
 
 
 @pytest.fixture(autouse=True)
@@ -264,7 +297,7 @@ def test_article_numbers_come_from_compare(in_tmp: Path) -> None:
     shown = c.rows[c.rows["metric"] != "wall_time"]  # the host-side mirror of device times stays in the raw files
     assert f"**{int((shown['verdict'] == 'worse').sum())}** worse" in article
     row = c.rows[(c.rows["workload"] == "matmul") & (c.rows["metric"] == "time")].iloc[0]
-    assert f"| {row.ratio:.3f}× [{row.ci_low:.3f}, {row.ci_high:.3f}] |" in article
+    assert any(f"{row.ratio:.3f}× [{row.ci_low:.3f}, {row.ci_high:.3f}]" in cells for cells in table_rows(article))
     for name in ("environment.parquet", "cases.parquet", "samples.parquet"):
         assert (in_tmp / "site" / "runs" / "golden-2.8.0" / "20260110T120000Z-a1b2c3" / name).is_file()
 
@@ -632,15 +665,16 @@ def test_run_and_trend_pages_show_the_estimate_their_interval_is_about(in_tmp: P
     build_site(runs, site, None, workloads=WORKLOADS, languages=["en"])
     estimate = (11 * 6.4 * 6.5) ** (1 / 3)
     run_page = next((site / "runs" / "golden-2.8.0").glob("*/index.md")).read_text(encoding="utf-8")
-    row = next(line for line in run_page.splitlines() if line.startswith("| matmul "))
-    assert "| Estimate | 95% CI |" in run_page
-    assert f"| {estimate:.2f} µs |" in row and "11.0 µs" not in row
+    rows = table_rows(run_page)
+    row = next(cells for cells in rows if cells[0].startswith("matmul "))
+    assert any("Estimate" in cells and cells[cells.index("Estimate") + 1] == "95% CI" for cells in rows)
+    assert f"{estimate:.2f} µs" in row and "11.0 µs" not in " ".join(row)
     trend = (site / "trends" / "basic.md").read_text(encoding="utf-8")
-    table = [line for line in trend.splitlines() if line.startswith("| matmul ")]
-    # The chart's data table (indented in its collapsed block), not the neighbouring versions' table.
-    chart_data = [line for line in trend.splitlines() if line[:1].isspace() and line.lstrip().startswith("| golden-2.")]
-    assert len(table) == 1 and table[0].count(f"{estimate:.2f} µs [") == 2
-    assert len(chart_data) == 2 and all(f"| {estimate:.2f} µs |" in line for line in chart_data)
+    table = [cells for cells in table_rows(trend, collapsed=False) if cells[0].startswith("matmul ")]
+    # The chart's data table (in its collapsed box), not the neighbouring versions' table.
+    chart_data = [cells for cells in table_rows(trend, collapsed=True) if cells[0].startswith("golden-2.")]
+    assert len(table) == 1 and " | ".join(table[0]).count(f"{estimate:.2f} µs [") == 2
+    assert len(chart_data) == 2 and all(f"{estimate:.2f} µs" in cells for cells in chart_data)
     assert "11.0 µs" not in trend
 
 
@@ -661,7 +695,7 @@ def test_trends_mark_no_change_between_labels_timed_by_different_methods(in_tmp:
     site = in_tmp / "site"
     build_site(runs, site, None, workloads=WORKLOADS, languages=["en"])
     trend = (site / "trends" / "basic.md").read_text(encoding="utf-8")
-    row = next(line for line in trend.splitlines() if line.startswith("| matmul "))
+    row = " | ".join(next(cells for cells in table_rows(trend) if cells[0].startswith("matmul ")))
     if second_method == "4":
         assert "▲" in row and "different collector methods" not in trend
     else:

@@ -83,7 +83,7 @@ def test_trend_pages_name_the_step_its_version_its_size_and_the_pairs_comparison
     # Pairs without an article link the command that compares them.
     commands = [r[-1] for r in group["pairs"].rows if isinstance(r[-1], str)]
     assert "reporter compare torch-2.13.0 torch-2.14.1" in commands
-    html = str(render_table(index["steps"]))
+    html = str(render_table(index["steps"], page="trends/index.md"))
     assert "torch-2.12.1 → torch-2.13.0" in html and "0.800×" in html
 
 

@@ -17,16 +17,20 @@ from __future__ import annotations
 
 import html
 import math
+import posixpath
 import re
 import urllib.parse
+from functools import lru_cache
 from pathlib import Path
 from typing import Any, Callable
 
 import jinja2
+import markdown
 from markupsafe import Markup
+from mkdocs.structure.files import File
 
 from reporter.present.messages import LANGUAGES, Catalogue, SafeFormatter
-from reporter.present.tables import Table, render_markdown
+from reporter.present.tables import Table, render_html
 
 TEMPLATES_DIR = Path(__file__).resolve().parent / "templates"
 __all__ = ["LANGUAGES", "Messages", "make_environment", "render_page", "md_escape"]
@@ -343,21 +347,57 @@ def fmt_reldiff(value: Any) -> Markup:
     return Markup(f"{float(rel):+.2e}")
 
 
+# What inline Markdown needs to change a text: code, an escape, emphasis, a link. ``md_escape``
+# leaves none of them in a text, so only a trusted message (``Messages``) can hold them.
+_INLINE_SYNTAX = re.compile(r"[`\\*_]|\]\(")
+_MARKDOWN = markdown.Markdown()
+
+
+def inline_html(text: Markup) -> Markup:
+    """A trusted message in inline Markdown (a table cell of the methodology, say) as HTML, by Python-Markdown."""
+    if _INLINE_SYNTAX.search(text) is None:
+        return text
+    out = _MARKDOWN.reset().convert(text)
+    if not (out.startswith("<p>") and out.endswith("</p>")) or "<p>" in out[3:]:
+        raise ValueError(f"not one line of inline Markdown: {text!r}")
+    return Markup(out[3:-4])
+
+
 def _hook_text(value: Any) -> Markup:
-    return DASH if value is None or value == "" else md_escape(value)
+    if value is None or value == "":
+        return DASH
+    return inline_html(value) if isinstance(value, Markup) else md_escape(value)
 
 
-def _hook_link(value: Any) -> Markup:
+@lru_cache(maxsize=65536)
+def served_href(page: str, href: str) -> str:
+    """The link ``href`` of the page ``page`` (a file's path relative to the page's, as a Markdown link
+    says it) as MkDocs serves it: the target's URL relative to the page's (directory URLs).
+
+    MkDocs rewrites the links of Markdown, not those of raw HTML, such as the tables'."""
+    path, _, anchor = href.partition("#")
+    if not path:
+        return href
+    target = posixpath.normpath(posixpath.join(posixpath.dirname(page), urllib.parse.unquote(path)))
+    url = _served(target).url_relative_to(_served(page))
+    return f"{url}#{anchor}" if anchor else url
+
+
+def _served(path: str) -> File:
+    return File(path, None, "", use_directory_urls=True)
+
+
+def _hook_link(value: Any, page: str) -> Markup:
     if not value:
         return DASH
-    return Markup(f"[{md_escape_one_line(value.text)}]({url_path(value.href)})")
+    return Markup(f'<a href="{html.escape(served_href(page, value.href))}">{md_escape_one_line(value.text)}</a>')
 
 
-def _hook_link_or_code(value: Any) -> Markup:
+def _hook_link_or_code(value: Any, page: str) -> Markup:
     """A link, or a command to run where there is nothing to link (trends' comparisons)."""
     if isinstance(value, str):
         return Markup(f"<code>{md_escape(value)}</code>")
-    return _hook_link(value)
+    return _hook_link(value, page)
 
 
 def _hook_value(value: Any) -> Markup:
@@ -386,9 +426,7 @@ HOOKS: dict[str, Callable[[Any], Markup]] = {
     "median_ci": _hook_median_ci,
     "interval": _hook_interval,
     "text": _hook_text,
-    "link": _hook_link,
-    "link_or_code": _hook_link_or_code,
-    "markup": lambda v: DASH if v is None else Markup(v),
+    "markup": lambda v: DASH if v is None else inline_html(Markup(v)),
     "value": _hook_value,
     "value_ci": fmt_value_ci,
     "ratio": fmt_ratio,
@@ -407,9 +445,21 @@ HOOKS: dict[str, Callable[[Any], Markup]] = {
 }
 
 
-def render_table(table: Table) -> Markup:
-    """A table of the model as Markdown in its CSS box, every cell through its kind's hook."""
-    return Markup(render_markdown(table, HOOKS, title=lambda title: str(md_escape(title))))
+def render_table(table: Table, summary: Markup | None = None, *, page: str) -> Markup:
+    """A table of the model on the page ``page`` as HTML in its CSS box, every cell through its kind's
+    hook; with a ``summary``, in a collapsible box of that title (as pymdownx.details writes ``??? note``).
+
+    A page's Markdown keeps it as one raw HTML block (blank lines around it, never indented)."""
+    hooks = {**HOOKS, "link": lambda v: _hook_link(v, page), "link_or_code": lambda v: _hook_link_or_code(v, page)}
+    table_html = render_html(table, hooks, title=lambda title: str(md_escape(title)))
+    if summary is None:
+        return Markup(table_html)
+    return Markup(f'<details class="note">\n<summary>{inline_html(md_escape(summary))}</summary>\n{table_html}\n</details>')
+
+
+@jinja2.pass_context
+def _table_filter(context: jinja2.runtime.Context, table: Table, summary: Markup | None = None) -> Markup:
+    return render_table(table, summary, page=context["page"])
 
 
 # ---- the environment -----------------------------------------------------------------------
@@ -447,7 +497,7 @@ def make_environment(lang: str, words: str | None = None) -> jinja2.Environment:
         ci=fmt_ci,
         ratio_ci=fmt_ratio_ci,
         fraction_ci=fmt_fraction_ci,
-        table=render_table,
+        table=_table_filter,
     )
     messages = Messages(lang, words)
     env.filters["stack_name"] = lambda name: messages.plain(f"stack.{name}")
@@ -460,15 +510,16 @@ def make_environment(lang: str, words: str | None = None) -> jinja2.Environment:
 _ENVIRONMENTS: dict[tuple[str, str | None], jinja2.Environment] = {}
 
 
-def render_page(template: str, view: Any, lang: str, *, marker: str = "", data: Any = None) -> str:
+def render_page(template: str, view: Any, lang: str, *, marker: str = "", data: Any = None, page: str = "index.md") -> str:
     """The Markdown of one page: ``template`` (a file under reporter/present/templates) filled with ``view``.
 
     The view is available to templates as ``v``, the computed data (an article's
-    ``ArticleData``) as ``a``; ``marker`` is the text of the generated-page comment.
+    ``ArticleData``) as ``a``; ``marker`` is the text of the generated-page comment; ``page`` is
+    where the page lives under the site folder (its tables' links are written from there).
     """
     words = getattr(data, "words", None)  # an article of CPU runs speaks of processes, not GPUs
     env = _ENVIRONMENTS.get((lang, words))
     if env is None:
         env = _ENVIRONMENTS[(lang, words)] = make_environment(lang, words)
-    return env.get_template(template).render(a=data if data is not None else view, v=view,
+    return env.get_template(template).render(a=data if data is not None else view, v=view, page=page,
                                                     generated_marker=Markup(marker))

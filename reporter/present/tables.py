@@ -3,17 +3,17 @@
 A ``Table`` is columns (a title, a cell *kind*, an alignment) and rows of raw values; a
 renderer draws it through *format hooks*, one function per kind that turns a raw value
 into text (as hyperfine's ``markup.rs`` serves every format with row and divider hooks).
-The site's Markdown renderer (``render_markdown``, hooks in ``reporter.present.render``) and
-the CLI's Markdown (``reporter.present.terminal_table``) draw the same model; CSV and JSON
-serialise ``comparison_records``, which keeps numbers as numbers. Nothing here computes a
-statistic.
+The site's HTML (``render_html``, hooks in ``reporter.present.render``) and the CLI's
+Markdown (``render_markdown``, from ``reporter.present.terminal_table``) draw the same model;
+CSV and JSON serialise ``comparison_records``, which keeps numbers as numbers. Nothing here
+computes a statistic.
 
-CSS hook for the site: a table with a ``css`` class is written inside
-``<div class="ib-table {css}" markdown>`` (the ``md_in_html`` extension), so
-``.ib-table.ib-main`` is an article's main table (at most six columns: case, baseline,
-candidate, ratio with CI, verdict, % of peak), ``.ib-table.ib-details`` a details table
-in a collapsible box, and ``.ib-table.ib-wide`` any other table that may need to scroll
-inside its own box. Every table the site shows carries ``ib-table``.
+CSS hook for the site: a table is written as HTML inside ``<div class="ib-table {css}">``,
+which the site's Markdown keeps as a raw block, so ``.ib-table.ib-main`` is an article's main
+table (at most six columns: case, baseline, candidate, ratio with CI, verdict, % of peak),
+``.ib-table.ib-details`` a details table in a collapsible box, and ``.ib-table.ib-wide`` any
+other table that may need to scroll inside its own box. Every table the site shows carries
+``ib-table``.
 """
 
 from __future__ import annotations
@@ -67,15 +67,34 @@ def render_cells(table: Table, hooks: Mapping[str, Hook]) -> list[list[str]]:
     return [[f(v) for f, v in zip(shown, row)] for row in table.rows]
 
 
-def render_markdown(table: Table, hooks: Mapping[str, Hook], *, title: Hook = str, boxed: bool = True) -> str:
-    """A GitHub-flavoured Markdown table (in its CSS box when ``boxed``); hooks must escape their output."""
+def render_markdown(table: Table, hooks: Mapping[str, Hook], *, title: Hook = str) -> str:
+    """A GitHub-flavoured Markdown table; hooks must escape their output."""
     lines = ["|" + "".join(f" {title(c.title)} |" for c in table.columns),
              "|" + "".join(" ---: |" if c.right else " --- |" for c in table.columns)]
     lines += ["|" + "".join(f" {cell} |" for cell in row) for row in render_cells(table, hooks)]
-    body = "\n".join(lines)
-    if not boxed:
-        return body
-    return f'<div class="ib-table {table.css}" markdown>\n\n{body}\n\n</div>'
+    return "\n".join(lines)
+
+
+RIGHT = ' style="text-align: right;"'
+
+
+def render_html(table: Table, hooks: Mapping[str, Hook], *, title: Hook = str) -> str:
+    """The table as HTML in its CSS box; hooks must return HTML.
+
+    The markup is the one Python-Markdown's tables extension writes for ``render_markdown``'s
+    table (a line per tag, right-aligned cells styled), which the site's CSS and scripts
+    (reporter/present/assets) are written for.
+    """
+    align = [RIGHT if c.right else "" for c in table.columns]
+    parts = [f'<div class="ib-table {table.css}">\n<table>\n<thead>\n<tr>\n']
+    parts += [f"<th{a}>{str(title(c.title)).strip()}</th>\n" for a, c in zip(align, table.columns)]
+    parts.append("</tr>\n</thead>\n<tbody>\n")
+    for row in render_cells(table, hooks):
+        parts.append("<tr>\n")
+        parts += [f"<td{a}>{str(cell).strip()}</td>\n" for a, cell in zip(align, row)]
+        parts.append("</tr>\n")
+    parts.append("</tbody>\n</table>\n</div>")
+    return "".join(parts)
 
 
 UNMATCHED = "unmatched"

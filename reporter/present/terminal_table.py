@@ -451,7 +451,7 @@ def _md_tables(report: Report, hooks: dict[str, Any]) -> list[str]:
                 elif v is Verdict.WORSE:
                     row[4] = f"▼ {row[4]}"
                 table.rows.append(row)
-            out += [f"**{md(group.title)}**", "", render_markdown(table, hooks, title=md, boxed=False), ""]
+            out += [f"**{md(group.title)}**", "", render_markdown(table, hooks, title=md), ""]
     return out
 
 

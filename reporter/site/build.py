@@ -483,7 +483,8 @@ class _Rendering:
             for c in charts:
                 c.href = f"charts/{name.removesuffix('.md')}-{c.ident}.svg"
             self.renderer.submit([c.spec for c in charts])
-            page.text = render_page(page.template, view, page.lang, marker=GENERATED_MARKER, data=page.data)
+            page.text = render_page(page.template, view, page.lang, marker=GENERATED_MARKER, data=page.data,
+                                    page=page.path)
             page.charts = [(c.href, "") for c in charts]
             self.fresh.append((page, len(charts)))
 

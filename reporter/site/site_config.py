@@ -110,6 +110,9 @@ def mkdocs_overrides(
         "docs_dir": str(docs_dir.resolve()),
         "site_dir": str(site_dir.resolve()),
         "theme": {"language": lang, "custom_dir": str(THEME_OVERRIDES)},
+        # The pages' tables are raw HTML, whose links MkDocs leaves as they are: they are written
+        # as these URLs (reporter.present.render.served_href).
+        "use_directory_urls": True,
         # The search index, built faster and the same (an absolute path: this file lives elsewhere).
         "hooks": [str(SEARCH_SPEED_HOOK)],
         "extra": {"alternate": alternate} if len(languages) > 1 else {},
