@@ -22,10 +22,7 @@ from runformat.schema import TIMING_CUDA_EVENT, TIMING_PERF_COUNTER
 # 3: on a GPU, the L2 cache is flushed before every call and each call is timed between its
 #    own events (as triton's do_bench does); at most 128 calls a block.
 # 4: as 3, without the pre-fill pause before a flushed block (the GPU never idles within it).
-# 5: as 4, and no case is timed while another worker of the run is still starting (before,
-#    the spares' imports of torch and the model libraries ran beside the first process's
-#    cases: on two cores its cases read 2-3x slower than the other processes').
-TIMING_METHOD = "5"
+TIMING_METHOD = "4"
 # Bytes written before each timed GPU call to evict its inputs from the L2 cache: triton's
 # do_bench uses 256 MB, several times the L2 of any GPU so far (60 MB on an H200).
 FLUSH_BYTES = 256 * 1024 * 1024

@@ -227,9 +227,8 @@ def test_early_workers_of_a_run_that_never_starts_are_stopped(tmp_path):
 
 def test_no_case_is_timed_while_a_spare_is_still_starting(tmp_path):
     """Spares import torch and the model libraries ahead of their turn, but a case is handed
-    its worker only once every spare has finished starting: their imports took the cores
-    from the first process's cases (process 0 of each of five interleaved stacks read 2-3x
-    slower than processes 1 and 2 on a two-core host)."""
+    its worker only once every spare has finished starting, so no import shares the cores
+    with a timed case."""
     import sys
     import time
 

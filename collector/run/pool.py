@@ -103,12 +103,11 @@ class WorkerPool:
         """Let every worker still starting finish before a case is timed.
 
         Spares import torch and the model libraries together, ahead of their turn, but not
-        beside a measurement: on a CPU run they took cores from the first process's cases
-        (with five stacks interleaved on two cores, process 0 of every stack read 2.4x slower
-        than processes 1 and 2), and on a GPU run the host time of launch-bound cases. The
-        wait costs nothing a run did not already spend: the imports still overlap each
-        other. A spare still starting after the probe's timeout is not waited for again: it
-        fails at its turn, as a worker that never starts does.
+        beside a measurement: a process that imports takes cores from a CPU case and host
+        time from a launch-bound GPU case. The wait costs nothing a run did not already
+        spend: the imports still overlap each other. A spare still starting after the
+        probe's timeout is not waited for again: it fails at its turn, as a worker that never
+        starts does.
         """
         deadline = time.monotonic() + PROBE_TIMEOUT_S
         for spare in [*self.spares.values(), *self.early.values()]:
