@@ -407,6 +407,17 @@ def params_from_json(params: str | Mapping[str, Any] | None) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
+def distinct_params(params: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """Each distinct set of parameters once, in the order first seen."""
+    seen, out = set(), []
+    for p in params:
+        key = json.dumps(p, sort_keys=True)
+        if key not in seen:
+            seen.add(key)
+            out.append(p)
+    return out
+
+
 def metric(name: str) -> Metric:
     """The registered metric called ``name``; raises ``SchemaError`` for unknown names."""
     try:

@@ -26,7 +26,7 @@ import numpy as np
 import pandas as pd
 from packaging.version import InvalidVersion, Version
 
-from runformat.schema import BETTER_HIGHER, BETTER_NONE, params_from_json as params_of, params_to_json
+from runformat.schema import BETTER_HIGHER, BETTER_NONE, distinct_params, params_from_json as params_of, params_to_json
 from runformat.vocabulary import (
     FAMILIES,
     FINGERPRINT_KEYS,
@@ -290,16 +290,6 @@ def _case_rows(df: pd.DataFrame, sides: Mapping[str, Archive],
     return out
 
 
-def _distinct_params(params: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
-    seen, out = set(), []
-    for p in params:
-        key = json.dumps(p, sort_keys=True)
-        if key not in seen:
-            seen.add(key)
-            out.append(p)
-    return out
-
-
 def _params_text(params: Any) -> str:
     """A case's recorded parameters as JSON text (as recorded where they are text)."""
     return params if isinstance(params, str) else params_to_json(params_of(params))
@@ -419,7 +409,7 @@ def _sections(rows: list[CaseRow], df: pd.DataFrame, units: Mapping[str, pd.Data
 def _block(workload: str, rows: list[CaseRow], df: pd.DataFrame, units: Mapping[str, pd.DataFrame],
            sides: Mapping[str, Archive] | None = None, cache: dict[Any, Any] | None = None,
            first: Mapping[str, tuple[Any, Any]] | None = None, stacks: Mapping[str, str] | None = None) -> Block:
-    params = _distinct_params([params_of(p) for p in df.loc[df["workload"] == workload, "params"]])
+    params = distinct_params([params_of(p) for p in df.loc[df["workload"] == workload, "params"]])
     derived = tuple(d for d in _derived(workload, rows, df, units, sides, cache) if d.rows)
     return Block(
         workload=workload, title=Heading(workload, tuple(params_to_json(p) for p in params)), rows=tuple(rows),
@@ -895,7 +885,7 @@ def _numerics(sides: Mapping[str, Archive], spec: ComparisonSpec, cache: dict[An
                                       suffixes=("_b", "_c"))
     blocks = []
     for workload, sub in merged.sort_values(["workload", "case_id", "metric"]).groupby("workload", sort=True):
-        params = _distinct_params([params_of(p) for p in sub["params"]])
+        params = distinct_params([params_of(p) for p in sub["params"]])
         out = []
         for _, r in sub.iterrows():
             b, c = float(r["median_b"]), float(r["median_c"])

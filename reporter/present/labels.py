@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
-from runformat.schema import params_from_json
+from runformat.schema import distinct_params, params_from_json
 from reporter.present.messages import Catalogue
 
 MODEL_NAMES = {
@@ -191,17 +191,6 @@ def distinct_labels(t: Catalogue, workload: str, params_list: Sequence[Mapping[s
             extra = ", ".join(f"{k}={params_list[j][k]}" for k in differing)
             labels[j] = f"{text} ({extra})" if extra else text
     return labels
-
-
-def distinct_params(params: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
-    """Each distinct set of parameters once, in the order first seen."""
-    seen, out = set(), []
-    for p in params:
-        key = json.dumps(p, sort_keys=True)
-        if key not in seen:
-            seen.add(key)
-            out.append(p)
-    return out
 
 
 def constant_params(params_list: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
