@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -106,3 +107,28 @@ def test_the_tiny_kernel_noise_says_what_it_needs_without_a_gpu(capsys, monkeypa
     monkeypatch.setattr(sys, "argv", ["tiny_kernel_noise.py", "--rounds", "1"])
     assert tiny_kernel_noise.main() == 0
     assert "no CUDA device" in capsys.readouterr().out
+
+
+def test_the_process_spread_names_the_process_that_reads_slower(tmp_path):
+    """A process timed while the host was busy reads slower on every case: the spread says which."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    import process_spread
+
+    run = tmp_path / "label" / "20261207T000000Z-abcdef"
+    run.mkdir(parents=True)
+    rows = {"case_id": [], "process": [], "metric": [], "value": []}
+    for case, base in (("a", 1e-3), ("b", 2e-3), ("c", 5e-3)):
+        for process, factor in ((0, 2.0), (1, 1.0), (2, 1.02)):
+            for i in range(5):
+                rows["case_id"].append(case)
+                rows["process"].append(process)
+                rows["metric"].append("time")
+                rows["value"].append(base * factor * (1 + 0.001 * i))
+    pq.write_table(pa.table(rows), run / "samples.parquet")
+    assert process_spread.run_folders([str(tmp_path / "label")]) == [run]
+    processes, typical, largest, cases = process_spread.process_spread(run)
+    assert processes == [0, 1, 2] and cases == 3
+    assert typical[0] == pytest.approx(np.log(2.0 / 1.02)) and typical[2] == pytest.approx(0.0)
+    assert largest[0] == pytest.approx(2.0 / 1.02)
