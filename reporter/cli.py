@@ -122,10 +122,13 @@ width_option = click.option("--width", type=click.IntRange(40, 1000), default=No
               help="A row with no significant difference whose CI reaches beyond this band (percent) is noted as too noisy.")
 @click.option("--correction", type=click.Choice(["holm", "bh"]), default="bh", show_default=True,
               help="Multiple-comparison correction across the rows: bh (false discovery rate) or holm (family-wise).")
+@click.option("--config", "config_path", type=click.Path(dir_okay=False), default=None, metavar="FILE",
+              help="The site's config, whose [[set_aside]] runs are left out as the site leaves them out "
+                   "(default: imagebench.toml where there is one).")
 @strict_option
 def compare_command(
     baseline: str, candidate: str, runs_dir: str, fmt: str, details: bool, fail_on: list[FailOn], width: int | None,
-    lang: str, noise: float, single_band: float, correction: str, strict: bool,
+    lang: str, noise: float, single_band: float, correction: str, config_path: str | None, strict: bool,
 ) -> None:
     """Compare CANDIDATE with BASELINE (each LABEL, or LABEL@RUN_ID for one run; a unique id prefix will do).
 
@@ -134,13 +137,22 @@ def compare_command(
     the unit of replication. Exit 0; 1 when a --fail-on rule fails; 2 for bad input.
     """
     from reporter.article.compute import compute_article
-    from reporter.article.config import ComparisonSpec
+    from pathlib import Path
+
+    from reporter.article.config import DEFAULT_CONFIG, ComparisonSpec, apply_set_aside, load_config
     from reporter.present.messages import catalogue
     from reporter.present.views import load_workloads
     from reporter.present.wording import in_language
 
+    config = load_config(Path(config_path or DEFAULT_CONFIG), explicit=config_path is not None)
     archive = load_archive(runs_dir, strict=strict)
     render_problems(archive, _console(stderr=True))  # first: they may be why a label is missing
+    archive, set_aside, unknown = apply_set_aside(archive, config)
+    if set_aside:
+        click.echo(f"note: {len(set_aside)} run(s) set aside by {config.source} ([[set_aside]]) are left out", err=True)
+    for selector in unknown:
+        click.echo(f"warning: {config.source}: [[set_aside]] names {selector}, a run this archive's label does not hold",
+                   err=True)
     comparison = compare_labels(archive, baseline, candidate, noise=noise, single_band=single_band, correction=correction)
     article = None
     if fmt in ("text", "table", "markdown") or fail_on:

@@ -61,6 +61,7 @@ class Articles:
     truth: np.ndarray
     pool: np.ndarray | None
     pool_foreign: np.ndarray | None = None  # per pool run: recorded with another timing method
+    case_sd: np.ndarray | None = None  # (a, k): the SD of each case's own process effect, as drawn
 
 
 def _noise(rng: np.random.Generator, shape: tuple[int, ...], kind: str, sd: float) -> np.ndarray:
@@ -101,7 +102,7 @@ def simulate(rng: np.random.Generator, d: Design, n_articles: int) -> Articles:
         foreign = np.arange(d.pool_runs) >= d.pool_runs - round(d.pool_runs * d.pool_foreign)
         sign = np.where(rng.random((n_articles, K)) < 0.5, -1.0, 1.0)
         pool = pool + (d.foreign_shift * sign)[:, :, None, None] * foreign[None, None, :, None]
-    return Articles(y=y, spread=spread, truth=truth, pool=pool, pool_foreign=foreign)
+    return Articles(y=y, spread=spread, truth=truth, pool=pool, pool_foreign=foreign, case_sd=case_sd)
 
 
 @dataclass

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from reporter.model.changepoints import compute_steps, point_of_summary, se_of_interval, split_statistics
+from reporter.model.changepoints import compute_steps, point_of_summary, pool_errors, se_of_interval, split_statistics
 
 
 def test_one_clear_step_is_found_at_its_version_with_its_size_in_the_interval() -> None:
@@ -79,3 +79,28 @@ def test_a_summary_row_becomes_a_point_whose_interval_is_the_summary_interval() 
     assert se == pytest.approx(se_of_interval(math.log(1.8), math.log(2.2222), 2))
     assert point_of_summary(2.0, 1.8, 2.2, n_processes=9, n_runs=3, runs_covered=True)[2] == 2
     assert point_of_summary(2.0, float("nan"), float("nan"), n_processes=1, n_runs=1, runs_covered=False) is None
+
+
+def test_a_spread_pooled_over_the_series_finds_a_step_its_points_alone_cannot() -> None:
+    # Six versions of three runs each (df 2 a point): a 5% step after the third, points 1% apart.
+    rng = np.random.default_rng(7)
+    found = {False: 0, True: 0}
+    flat = {False: 0, True: 0}
+    n = 200
+    for i in range(n):
+        sd = 0.02  # run-to-run SD: a point's standard error is sd / sqrt(3)
+        df = np.full(6, 2.0)
+        est_se = sd / np.sqrt(3) * np.sqrt(rng.chisquare(df) / df)
+        y = rng.normal(0, sd / np.sqrt(3), 6) + np.where(np.arange(6) >= 3, math.log(1.05), 0.0)
+        y0 = rng.normal(0, sd / np.sqrt(3), 6)
+        for pooled in (False, True):
+            found[pooled] += any(s.index == 3 for s in compute_steps(y, est_se, df, seed=i, draws=1000, pooled=pooled))
+            flat[pooled] += bool(compute_steps(y0, est_se, df, seed=i, draws=1000, pooled=pooled))
+    assert found[True] > 1.3 * found[False] and found[True] / n > 0.7
+    assert flat[True] / n <= 0.09  # the 5% level holds with the pooled spread (binomial slack)
+
+
+def test_pooled_errors_are_the_analysis_of_variance_error_mean_square() -> None:
+    se = np.array([0.01, 0.02, 0.03]) / np.sqrt(3)
+    pooled, dof = pool_errors(se, np.array([2.0, 2.0, 2.0]))
+    assert dof == 6 and np.allclose(pooled, np.sqrt((0.01**2 + 0.02**2 + 0.03**2) / 3 / 3))

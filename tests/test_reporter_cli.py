@@ -90,6 +90,20 @@ def test_compare_csv_and_markdown(runs_dir):
     assert "▲ better" in r.stdout and '<details markdown="1">' in r.stdout
 
 
+def test_compare_leaves_out_the_runs_the_config_sets_aside(runs_dir, tmp_path):
+    config = tmp_path / "site.toml"
+    config.write_text(f'[[set_aside]]\nruns = ["stack-a@{run_id(1, "000001")}"]\nreason = "loaded host"\n',
+                      encoding="utf-8")
+    both = _in_process("compare", "stack-a", "stack-b", "--runs", str(runs_dir), "--format", "json")
+    one = _in_process("compare", "stack-a", "stack-b", "--runs", str(runs_dir), "--format", "json", "--config", str(config))
+    assert both.exit_code == 0 and one.exit_code == 0, one.output
+    assert "1 run(s) set aside" in one.stderr and "set aside" not in both.stderr
+    extra = {rec["case"] for rec in json.loads(one.stdout) if rec["verdict"] == "unmatched"}
+    assert extra == {"extra_0[x=1]", "extra_2[x=1]"}  # extra_1 was only in the run set aside
+    missing = _in_process("compare", "stack-a", "stack-b", "--runs", str(runs_dir), "--config", str(tmp_path / "no.toml"))
+    assert missing.exit_code == 2 and "no.toml" in missing.output and "file not found" in missing.output
+
+
 def test_compare_two_runs_of_one_label(run_cli, runs_dir):
     prefix = run_id(0, "000000")[:-2]  # a unique prefix of the first run
     r = _reporter(run_cli, "compare", f"stack-a@{prefix}", f"stack-a@{run_id(1, '000001')}",

@@ -254,6 +254,42 @@ def test_config_errors_name_the_file_and_key(in_tmp: Path) -> None:
     assert load_config(in_tmp / "missing.toml", explicit=False).comparisons == []
 
 
+def test_runs_set_aside_by_the_config_are_listed_with_their_reason_and_used_nowhere(in_tmp: Path) -> None:
+    config = in_tmp / "c.toml"
+    config.write_text(
+        '[[comparison]]\nbaseline = "golden-2.8.0"\ncandidate = "golden-2.9.0"\n\n'
+        '[[set_aside]]\nruns = ["golden-2.9.0@20260211T120000Z-ffee01", "other-label@20260101T000000Z-000000"]\n'
+        'reason = "recorded while a test suite loaded the host"\n\n'
+        '[[set_aside]]\nruns = ["golden-2.8.0@20260110T120000Z-nosuch"]\nreason = "a typo"\n',
+        encoding="utf-8",
+    )
+    said: list[str] = []
+    site = in_tmp / "site"
+    result = build_site(GOLDEN_RUNS, site, None, config_path=config, workloads=WORKLOADS, log=said.append)
+    assert any("1 run(s) set aside" in line for line in said)
+    # A label the archive holds with a run it does not: a typo, warned of; another archive's label: ignored.
+    assert [line for line in said if "warning" in line and "set_aside" in line] == [
+        f"warning: {config}: [[set_aside]] names golden-2.8.0@20260110T120000Z-nosuch, a run this archive's label does not hold"]
+    index = (site / "runs" / "index.md").read_text(encoding="utf-8")
+    assert "Runs set aside" in index and "recorded while a test suite loaded the host" in index
+    assert "20260211T120000Z-ffee01" in index and not list(site.glob("runs/golden-2.9.0/20260211T120000Z-ffee01*"))
+    article = (site / result.reports[0]).read_text(encoding="utf-8")
+    assert "20260211T120000Z-ffee01" not in article and "20260210T120000Z-d4e5f6" in article
+    assert "搁置的运行" in (site / "zh" / "runs" / "index.md").read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("entry, error", [
+    ('runs = ["20260211T120000Z-ffee01"]\nreason = "x"', r"c\.toml: set_aside #1 needs runs = \[\"LABEL@RUN_ID\""),
+    ('runs = ["golden-2.9.0@20260211T120000Z-ffee01"]', r"set_aside #1 needs reason"),
+    ('runs = ["a@b"]\nreason = "x"\nwhen = 1', r"set_aside #1 has unknown key\(s\) when"),
+])
+def test_a_bad_set_aside_entry_is_refused_naming_the_file(in_tmp: Path, entry: str, error: str) -> None:
+    config = in_tmp / "c.toml"
+    config.write_text(f"[[set_aside]]\n{entry}\n", encoding="utf-8")
+    with pytest.raises(ReporterError, match=error):
+        load_config(config, explicit=True)
+
+
 def test_unknown_label_in_config_is_listed_not_fatal(in_tmp: Path) -> None:
     config = in_tmp / "c.toml"
     config.write_text('[[comparison]]\nbaseline = "golden-2.8.0"\ncandidate = "no-such-label"\n', encoding="utf-8")

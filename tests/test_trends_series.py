@@ -9,7 +9,7 @@ import pandas as pd
 from reporter.article.config import DeviceClass
 from reporter.article.series import LabelInfo, compute_series, series_stem
 from reporter.present.render import Messages, render_table
-from reporter.site.pages import TrendInput, trends_views
+from reporter.site.pages import TrendInput, span_of, span_steps_view, trends_views
 from runformat.vocabulary import OTHER_FAMILY
 
 
@@ -118,3 +118,22 @@ def test_a_workload_of_many_cases_takes_charts_of_at_most_eight_named_lines() ->
         assert all(d["x"] == "torch-2.12.1" for d in ends)
         assert "legend" not in str(chart.spec["layer"][1]["encoding"]["color"]) or \
             chart.spec["layer"][1]["encoding"]["color"]["legend"] is None
+
+
+def test_an_article_spanning_the_series_shows_the_trends_steps_between_its_sides() -> None:
+    levels = {"torch-2.10.0": 1.0, "torch-2.11.0": 1.0, "torch-2.12.1": 1.0, "torch-2.13.0": 1.25, "torch-2.14.1": 1.25}
+    labels = tuple(levels)
+    info = {lab: LabelInfo(lab.removeprefix("torch-"), _day(i + 1), _day(i + 1)) for i, lab in enumerate(labels)}
+    inp = TrendInput(DeviceClass("cpu", labels, frozenset(), True), _summaries(levels), {}, {}, info)
+    reports = [{"title": "The 2.13 article", "page": "reports/b.md", "baseline": "torch-2.12.1", "candidate": "torch-2.13.0"}]
+    assert span_of(inp, "torch-2.13.0", "torch-2.14.1") is None  # neighbours: the article itself is the step
+    span = span_of(inp, "torch-2.14.1", "torch-2.10.0")  # either way round, in release order
+    assert span == labels
+    view = span_steps_view(Messages("en"), inp, span, {}, reports, "reports/a.md")
+    assert view["n"] == 1 and view["series"] == " → ".join(labels)
+    (row,) = view["steps"].rows
+    index, _ = trends_views([inp], {}, Messages("en"), [0], reports)
+    assert row[1:7] == index["steps"].rows[0][1:7]  # the trends index's own step, worded alike
+    assert row[7].href == "b.md"  # the pair's article, relative to the article
+    # A span that stops before the step shows none of it.
+    assert span_steps_view(Messages("zh"), inp, labels[:3], {}, reports, "reports/a.md")["n"] == 0

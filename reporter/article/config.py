@@ -18,6 +18,10 @@ The config file (``imagebench.toml`` at the repository root by default, or
                                                # upgrade answer (default: validation when both
                                                # sides are one label, an A/A pair)
 
+    [[set_aside]]                 # runs no page compares, summarises or borrows from
+    runs = ["torch-2.10.0@20261206T161641Z-0c23be-5bce98"]   # LABEL@RUN_ID (full run ids)
+    reason = "recorded while other work loaded the host"   # required: the runs index says it
+
 With no ``[[comparison]]``, every label is compared with the previous version of the
 same device class: labels are grouped by the device their runs were recorded on, and
 ordered by the versions they carry (``packaging.version``: 2.10 after 2.9), or by the
@@ -98,6 +102,7 @@ class SiteConfig:
     lang: str | None = None
     comparisons: list[ComparisonSpec] = field(default_factory=list)
     source: Path | None = None
+    set_aside: dict[str, str] = field(default_factory=dict)  # LABEL@RUN_ID -> why it is set aside
 
 
 def load_config(path: Path | None, *, explicit: bool) -> SiteConfig:
@@ -115,9 +120,10 @@ def load_config(path: Path | None, *, explicit: bool) -> SiteConfig:
         raise ReporterError(f"{path}: cannot read ({e})") from None
     except tomllib.TOMLDecodeError as e:
         raise ReporterError(f"{path}: not valid TOML ({e})") from None
-    unknown = set(data) - {"site", "comparison"}
+    unknown = set(data) - {"site", "comparison", "set_aside"}
     if unknown:
-        raise ReporterError(f"{path}: unknown table(s) {', '.join(sorted(unknown))}; expected [site] and [[comparison]]")
+        raise ReporterError(f"{path}: unknown table(s) {', '.join(sorted(unknown))}; "
+                            "expected [site], [[comparison]] and [[set_aside]]")
     site = data.get("site", {})
     if not isinstance(site, dict):
         raise ReporterError(f"{path}: [site] must be a table")
@@ -133,7 +139,52 @@ def load_config(path: Path | None, *, explicit: bool) -> SiteConfig:
     dup = sorted({s for s in slugs if slugs.count(s) > 1})
     if dup:
         raise ReporterError(f"{path}: the same comparison is declared twice ({', '.join(dup)})")
-    return SiteConfig(lang=lang, comparisons=specs, source=path)
+    return SiteConfig(lang=lang, comparisons=specs, source=path, set_aside=_parse_set_aside(path, data.get("set_aside", [])))
+
+
+def _parse_set_aside(path: Path, entries: Any) -> dict[str, str]:
+    """``[[set_aside]]`` tables: ``LABEL@RUN_ID`` -> reason."""
+    if not isinstance(entries, list):
+        raise ReporterError(f"{path}: runs set aside are declared as [[set_aside]] tables")
+    out: dict[str, str] = {}
+    for i, entry in enumerate(entries, 1):
+        where = f"set_aside #{i}"
+        if not isinstance(entry, dict):
+            raise ReporterError(f"{path}: {where} must be a table")
+        _check_keys(path, where, entry, {"runs", "reason"})
+        runs, reason = entry.get("runs"), entry.get("reason")
+        if not isinstance(runs, list) or not runs or not all(isinstance(r, str) and "@" in r[1:-1] for r in runs):
+            raise ReporterError(f"{path}: {where} needs runs = [\"LABEL@RUN_ID\", ...]")
+        if not isinstance(reason, str) or not reason.strip():
+            raise ReporterError(f"{path}: {where} needs reason = \"...\": the runs index says why the runs are set aside")
+        for r in runs:
+            if r.strip() in out:
+                raise ReporterError(f"{path}: {where} sets aside run {r.strip()} a second time")
+            out[r.strip()] = reason.strip()
+    return out
+
+
+def apply_set_aside(archive: Archive, config: SiteConfig) -> tuple[Archive, list[tuple[str, str, str]], list[str]]:
+    """The archive without the runs ``config`` sets aside; those runs as (label, run id, reason); and the
+    entries that name a label the archive holds but a run it does not (a typo, to warn of).
+
+    An entry whose label the archive does not hold is for another archive: ignored.
+    """
+    if not config.set_aside:
+        return archive, [], []
+    held = set(zip(archive.runs["label"].astype(str), archive.runs["run_id"].astype(str)))
+    labels = {label for label, _ in held}
+    aside, unknown = [], []
+    for selector, why in sorted(config.set_aside.items()):
+        label, _, run_id = selector.partition("@")
+        if (label, run_id) in held:
+            aside.append((label, run_id, why))
+        elif label in labels:
+            unknown.append(selector)
+    if not aside:
+        return archive, [], unknown
+    drop = {r for _, r, _ in aside}
+    return restrict(archive, frozenset(r for _, r in held if r not in drop)), aside, unknown
 
 
 def _check_keys(path: Path, where: str, table: dict[str, Any], allowed: set[str]) -> None:

@@ -42,6 +42,11 @@ from scipy.special import stdtrit
 # 0.003 with this many.
 DRAWS = 4000
 ALPHA = 0.05
+# The level of each split's test where the spread is pooled over the series (``pooled``): on
+# simulated series with the noise of the recorded CPU runs, at 0.05 the share of flat series
+# given a step was 5.3-6.3% (the points' intervals rest on moderated variances, not exactly on
+# their df); at 0.04, 4.2-5.1% (``benchmarks/changepoints.py``, 1,000 series a profile).
+POOLED_ALPHA = 0.04
 # The degrees of freedom of a point's standard error are capped: above it the chi-square
 # redraw is as good as none.
 _DF_CAP = 1000.0
@@ -75,6 +80,7 @@ def compute_steps(
     confidence: float = 0.95,
     draws: int = DRAWS,
     seed: int = 0,
+    pooled: bool = False,
 ) -> list[Step]:
     """The steps of one series, by weighted binary segmentation with a bootstrap test.
 
@@ -87,6 +93,12 @@ def compute_steps(
         confidence: the level of each step's interval.
         draws: bootstrap draws per tested segment.
         seed: the seed of the bootstrap, so that a page built twice says the same.
+        pooled: the points are replicated alike (each standard error is ``sd / sqrt(df + 1)``
+            of one spread, as a label's runs give it) and their spread is one: the spread is
+            pooled over the whole series, as Scott & Knott test every split against the
+            analysis of variance's pooled error. Each point then has the pooled standard
+            error at ``sum(df)`` degrees of freedom, and the bootstrap redraws that one spread
+            for all points at once.
 
     Returns:
         The steps, ordered by position. Empty for fewer than two points.
@@ -104,6 +116,10 @@ def compute_steps(
         raise ValueError("every point needs a finite estimate and a finite, positive standard error and df")
     if y.size < 2:
         return []
+    common = None
+    if pooled:
+        s, common = pool_errors(s, d)
+        d = np.full_like(d, min(common, _DF_CAP))
     rng = np.random.default_rng(seed)
     cuts: list[tuple[int, float]] = []
     todo = [(0, y.size)]
@@ -111,7 +127,7 @@ def compute_steps(
         lo, hi = todo.pop()
         if hi - lo < 2:
             continue
-        k, p = _best_split(y[lo:hi], s[lo:hi], d[lo:hi], draws, rng)
+        k, p = _best_split(y[lo:hi], s[lo:hi], d[lo:hi], draws, rng, common=common is not None)
         if p <= alpha:
             cuts.append((lo + k, p))
             todo += [(lo, lo + k), (lo + k, hi)]
@@ -123,11 +139,24 @@ def compute_steps(
         ml, vl, dl = _weighted_mean(y[left], s[left], d[left])
         mr, vr, dr = _weighted_mean(y[right], s[right], d[right])
         var = vl + vr
-        dof = var**2 / (vl**2 / dl + vr**2 / dr)
+        # One pooled spread behind every point: the difference's variance rests on its df.
+        dof = float(d[0]) if common is not None else var**2 / (vl**2 / dl + vr**2 / dr)
         half = float(stdtrit(dof, 1 - (1 - confidence) / 2)) * np.sqrt(var)
         size = mr - ml
         steps.append(Step(cut, float(size), float(np.sqrt(var)), float(dof), float(size - half), float(size + half), float(p)))
     return steps
+
+
+def pool_errors(se: np.ndarray, df: np.ndarray) -> tuple[np.ndarray, float]:
+    """Standard errors of points replicated alike, from their spread pooled over all points.
+
+    A point's standard error is ``sd / sqrt(df + 1)``; the pooled variance is the
+    df-weighted mean of the points' ``se^2 (df + 1)`` (the one-way analysis of variance's
+    error mean square). Returns each point's pooled standard error and the pooled df.
+    """
+    n = df + 1.0
+    pooled = float(np.sum(df * se**2 * n) / np.sum(df))
+    return np.sqrt(pooled / n), float(np.sum(df))
 
 
 def _weighted_mean(y: np.ndarray, s: np.ndarray, d: np.ndarray) -> tuple[float, float, float]:
@@ -156,15 +185,22 @@ def split_statistics(y: np.ndarray, s: np.ndarray) -> np.ndarray:
         return (cwy / cw - rwy / rw) ** 2 / (1.0 / cw + 1.0 / rw)
 
 
-def _best_split(y: np.ndarray, s: np.ndarray, d: np.ndarray, draws: int, rng: np.random.Generator) -> tuple[int, float]:
-    """The best single split of a segment (index of the first point after it) and its p-value."""
+def _best_split(y: np.ndarray, s: np.ndarray, d: np.ndarray, draws: int, rng: np.random.Generator, *,
+                common: bool = False) -> tuple[int, float]:
+    """The best single split of a segment (index of the first point after it) and its p-value.
+
+    ``common``: the errors rest on one pooled spread (``pool_errors``), redrawn once per draw.
+    """
     q = np.nan_to_num(split_statistics(y[None, :], s[None, :])[0], nan=-np.inf)
     k = int(np.argmax(q)) + 1
     # Under no step every point estimates one level (the weighted mean) with its own
     # variance; each redrawn point also gets a redrawn standard error.
     n = y.size
     ys = rng.standard_normal((draws, n)) * s
-    ss = s * np.sqrt(rng.chisquare(d, size=(draws, n)) / d)
+    if common:
+        ss = s * np.sqrt(rng.chisquare(d[0], size=(draws, 1)) / d[0])
+    else:
+        ss = s * np.sqrt(rng.chisquare(d, size=(draws, n)) / d)
     qmax = np.nan_to_num(split_statistics(ys, ss), nan=-np.inf).max(axis=1)
     p = (1.0 + np.count_nonzero(qmax >= q[k - 1])) / (draws + 1.0)
     return k, float(p)

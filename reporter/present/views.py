@@ -80,9 +80,12 @@ def verdict_word(t: Messages, verdict: Verdict, row: CaseRow | None = None) -> s
 class ArticleView:
     """``ArticleData`` arranged for the article template: tables, charts, footnotes, headline phrases."""
 
-    def __init__(self, data: ArticleData, t: Messages) -> None:
+    def __init__(self, data: ArticleData, t: Messages, when: dict[str, Any] | None = None) -> None:
         self.a = data
         self.t = t
+        # For an article whose sides span a release series: the series' labels from baseline to
+        # candidate and the steps found between them (reporter.site.pages.span_steps_view).
+        self.when = when
         self.notes: dict[str, int] = {}
         # Every chart, numbered in page order, before the page renders: the build gives each its SVG file.
         self.chart_views: list[ChartView] = []

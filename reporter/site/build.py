@@ -35,6 +35,7 @@ from reporter.article.config import (
     ComparisonSpec,
     DeviceClass,
     SiteConfig,
+    apply_set_aside,
     compute_device_classes,
     default_comparisons,
     load_config,
@@ -49,6 +50,8 @@ from reporter.site.pages import (
     reports_index_view,
     run_views,
     runs_index_view,
+    span_of,
+    span_steps_view,
     trends_views,
 )
 from reporter.options import FOLDER, RUNS
@@ -295,6 +298,7 @@ class _Build:
     build_command: str  # the command the pages name as the one that built them
     say: Callable[[str], None]
     comparisons: dict[tuple[Any, ...], Comparison | ReporterError] = field(default_factory=dict)
+    set_aside: list[tuple[str, str, str]] = field(default_factory=list)  # (label, run id, reason) the config sets aside
     families: dict[str, str] = field(init=False)  # per workload
     titles: dict[str, str] = field(init=False)  # per workload
     # An article or page whose inputs are those of an earlier build is taken from the build cache:
@@ -351,11 +355,16 @@ def _load_build(runs_dir: Path | str, site: Path, lang: str | None, config_path:
     archive = load_archive(runs_dir)
     for p in archive.problems:
         say(f"warning: skipped {p.path}: {p.reason}")
+    archive, set_aside, unknown = apply_set_aside(archive, config)
+    if set_aside:
+        say(f"{len(set_aside)} run(s) set aside by {config.source} ([[set_aside]]): not compared or summarised")
+    for selector in unknown:
+        say(f"warning: {config.source}: [[set_aside]] names {selector}, a run this archive's label does not hold")
     build_command = f"reporter build --runs {_portable_path(runs_dir, 'runs')}" + (
         f" --config {_portable_path(config_path, 'imagebench.toml')}" if explicit else "")
     return _Build(site, runs_dir, config, site_lang, chosen, archive,
                   dict(workloads) if workloads is not None else load_workloads(), _select(config, archive),
-                  build_command, say)
+                  build_command, say, set_aside=set_aside)
 
 
 # ---- articles --------------------------------------------------------------------------------
@@ -545,6 +554,26 @@ def _article_pages(b: _Build, page_lang: str, arts: _Articles) -> list[_Page]:
             for lang, data, article_key in arts.pages if lang == page_lang]
 
 
+def _two_labels(data: Any) -> bool:
+    return "@" not in data.baseline.selector and "@" not in data.candidate.selector
+
+
+def _say_when(b: _Build, page: _Page, trends: _TrendData, lang_reports: list[dict[str, Any]]) -> None:
+    """Give an article whose sides span a release series (``span_of``) the steps found between them: its
+    view then holds them, and its build cache key every run of the series and the articles it links."""
+    data = page.data
+    for inp in trends.inputs:
+        span = span_of(inp, data.baseline.label, data.candidate.label)
+        if span is None:
+            continue
+        t = _messages(page.lang, data.words)
+        rel = data.page
+        page.view = lambda: ArticleView(data, t, when=span_steps_view(t, inp, span, b.workloads, lang_reports, rel))
+        page.key = cache.key(page.key, span, sorted((r, b.run_fps[r]) for r in inp.cls.run_ids),
+                             sorted((name, repr(w)) for name, w in b.workloads.items()), _report_key(lang_reports))
+        return
+
+
 def _archive_pages(b: _Build, page_lang: str, t: Messages, arts: _Articles, trends: _TrendData) -> list[_Page]:
     """The reports and runs indexes, a page per label and one per run."""
     prefix, archive, lang_reports = language_prefix(page_lang, b.site_lang), b.archive, arts.reports[page_lang]
@@ -552,7 +581,8 @@ def _archive_pages(b: _Build, page_lang: str, t: Messages, arts: _Articles, tren
                    reports_index_view(lang_reports, archive=archive, chosen_by=b.selection.chosen_by,
                                       config_name=b.config.source.name if b.config.source else None,
                                       skipped=arts.skipped, t=t), page_lang),
-             _Page(prefix + "runs/index.md", "runs_index.md.j2", runs_index_view(archive, b.selection.classes, t), page_lang)]
+             _Page(prefix + "runs/index.md", "runs_index.md.j2", runs_index_view(archive, b.selection.classes, t, b.set_aside),
+                   page_lang)]
     report_key = _report_key(lang_reports)
     for label in archive.labels():
         path = prefix + label_page(label)
@@ -626,8 +656,14 @@ def _render_pages(b: _Build, arts: _Articles, rendering: _Rendering) -> tuple[li
     # processes busy while the trends' inputs are summarised and the other pages are viewed
     # (trends first of all, their charts submitted as soon as they are viewed).
     by_lang = {page_lang: _article_pages(b, page_lang, arts) for page_lang in b.languages}
-    rendering.render([p for x in b.languages for p in by_lang[x]])
+    # An article whose sides are two labels may span a release series: it says when its changes came,
+    # from the trends' change points, so it is viewed once the trends' inputs are summarised.
+    rendering.render([p for x in b.languages for p in by_lang[x] if not _two_labels(p.data)])
     trends = _compute_trend_data(b)
+    for page_lang in b.languages:
+        for p in by_lang[page_lang]:
+            if _two_labels(p.data):
+                _say_when(b, p, trends, arts.reports[page_lang])
     navs: dict[str, Any] = {}
     for page_lang in b.languages:
         more, navs[page_lang] = _language_pages(b, page_lang, arts, trends, rendering)

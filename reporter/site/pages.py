@@ -22,7 +22,7 @@ from reporter.article.config import DeviceClass
 from reporter.data.load import Archive
 from reporter.article.paths import distinct, label_page, relpath, run_page
 from reporter.article.series import LabelInfo, Series, compute_series
-from reporter.model.changepoints import compute_steps, point_of_summary
+from reporter.model.changepoints import ALPHA, POOLED_ALPHA, Step, compute_steps, point_of_summary
 from reporter.present.render import Messages
 from reporter.present.tables import Column
 from reporter.present.tables import Table as TableView
@@ -58,7 +58,10 @@ def params_label(params: Any) -> str:
 # ---- runs archive --------------------------------------------------------------------------
 
 
-def runs_index_view(archive: Archive, classes: Sequence[DeviceClass], t: Messages) -> dict[str, Any]:
+def runs_index_view(archive: Archive, classes: Sequence[DeviceClass], t: Messages,
+                    set_aside: Sequence[tuple[str, str, str]] = ()) -> dict[str, Any]:
+    """The runs index: every label, the run files that could not be read, and the runs the config sets aside
+    ((label, run id, reason): no page compares or summarises them)."""
     page = "runs/index.md"
     table = TableView([_col(t, "label", "link"), _col(t, "device"), _col(t, "runs", right=True), _col(t, "first"),
                        _col(t, "last"), _col(t, "status_counts"), _col(t, "torch")])
@@ -83,7 +86,9 @@ def runs_index_view(archive: Archive, classes: Sequence[DeviceClass], t: Message
         ])
     problems = TableView([_col(t, "path"), _col(t, "reason")])
     problems.rows = [[p.path, p.reason] for p in archive.problems]
-    return {"labels": table, "n_runs": len(runs), "problems": problems}
+    aside = TableView([_col(t, "label"), _col(t, "run", "code"), _col(t, "reason")])
+    aside.rows = [[label, run_id, why] for label, run_id, why in set_aside]
+    return {"labels": table, "n_runs": len(runs), "problems": problems, "set_aside": aside}
 
 
 def label_view(archive: Archive, label: str, reports: Sequence[dict[str, Any]], t: Messages) -> dict[str, Any]:
@@ -330,6 +335,39 @@ class TrendInput:
     # Per label, its recorded torch version and run dates (``compute_label_info``): the
     # release order of its series. Without it, the class's own order, as one series.
     info: Mapping[str, LabelInfo] = field(default_factory=dict)
+    _steps: list["SeriesStep"] | None = field(default=None, repr=False)
+
+    def steps(self, workloads: Mapping[str, WorkloadInfo]) -> list["SeriesStep"]:
+        """``class_steps`` of this class, computed once (every language's pages and articles show them)."""
+        if self._steps is None:
+            self._steps = class_steps(self, workloads)
+        return self._steps
+
+    def series(self) -> list[Series]:
+        """The class's release series (``compute_series``), or its labels as one series without label info."""
+        return compute_series(self.cls, self.info) if self.info else [
+            Series("", self.cls.labels, self.cls.labels, {}, self.cls.by_version)]
+
+
+def span_of(inp: TrendInput, baseline: str, candidate: str) -> tuple[str, ...] | None:
+    """The points of a series from ``baseline`` to ``candidate`` (in release order, either way round) when
+    both are points of one series with at least one between them; else None."""
+    for ser in inp.series():
+        if baseline in ser.points and candidate in ser.points:
+            i, j = sorted((ser.points.index(baseline), ser.points.index(candidate)))
+            return ser.points[i:j + 1] if j - i >= 2 else None
+    return None
+
+
+def span_steps_view(t: Messages, inp: TrendInput, span: Sequence[str], workloads: Mapping[str, WorkloadInfo],
+                    reports: Sequence[dict[str, Any]], page: str) -> dict[str, Any]:
+    """An article's "when it changed": the steps of its series (the trends pages' own) between the span's
+    first and last label, largest first, for the article at ``page``."""
+    inside = set(span)
+    found = [st for st in inp.steps(workloads) if st.before in inside and st.after in inside]
+    rows = inp.summaries[inp.summaries["label"].astype(str).isin(inside)]
+    steps = steps_in_words(t, found, rows, workloads, reports, article_names=True)
+    return {"series": " → ".join(span), "n": len(steps), "steps": _steps_table(t, steps, page, with_family=True)}
 
 
 def trends_views(inputs: Sequence[TrendInput], workloads: Mapping[str, WorkloadInfo], t: Messages,
@@ -358,10 +396,10 @@ def _class_trends(t: Messages, inp: TrendInput, workloads: Mapping[str, Workload
     """Add one device class's group to the view of each family it recorded (in ``families``); return its steps."""
     s = inp.summaries[~inp.summaries["metric"].isin(TREND_HIDDEN_METRICS)].copy()
     s["family"] = [family_of(w, workloads) for w in s["workload"]]
-    series = compute_series(inp.cls, inp.info) if inp.info else [
-        Series("", inp.cls.labels, inp.cls.labels, {}, inp.cls.by_version)]
+    series = inp.series()
     order = [lab for ser in series for lab in ser.labels]
     flags, timed_apart = _neighbour_flags(t, inp)
+    found = inp.steps(workloads)
     steps: list[dict[str, Any]] = []
     for family, fam_rows in s.groupby("family", sort=False):
         view = families.setdefault(str(family), {"family": str(family), "groups": [], "n_cases": 0, "labels": set()})
@@ -370,7 +408,7 @@ def _class_trends(t: Messages, inp: TrendInput, workloads: Mapping[str, Workload
                  "timed_apart": t.plain("headline.sep").join(timed_apart),
                  "series": [_series_line(t, ser) for ser in series],
                  "pairs": _pairs_table(t, series, inp, str(family), reports, f"trends/{family}.md")}
-        fam_steps = _family_steps(t, series, inp, fam_rows, workloads, reports, str(family))
+        fam_steps = steps_in_words(t, [st for st in found if st.family == family], fam_rows, workloads, reports)
         group["steps"] = _steps_table(t, fam_steps, f"trends/{family}.md", with_family=False)
         steps += fam_steps
         for workload, w_rows in fam_rows.groupby("workload", sort=True):
@@ -504,47 +542,92 @@ def _pairs_table(t: Messages, series: Sequence[Series], inp: TrendInput, family:
     return table
 
 
-def _family_steps(t: Messages, series: Sequence[Series], inp: TrendInput, rows: pd.DataFrame,
-                  workloads: Mapping[str, WorkloadInfo], reports: Sequence[dict[str, Any]], family: str) -> list[dict[str, Any]]:
-    """The change points of every case and metric of one family, over each series' points."""
+@dataclass(frozen=True)
+class SeriesStep:
+    """A change point of one case and metric along a release series, in no language."""
+
+    family: str
+    device: str
+    series: str
+    workload: str
+    case_id: str
+    metric: str
+    lower_is_better: bool
+    before: str  # the label before the step and the label after it
+    after: str
+    version: str  # what the label after the step recorded (else the label)
+    step: Step
+    covered: bool  # every point's interval covers its runs' spread
+
+    @property
+    def ratio(self) -> float:
+        """Above 1: better after the step."""
+        return math.exp(-self.step.size if self.lower_is_better else self.step.size)
+
+    @property
+    def ci(self) -> tuple[float, float]:
+        sign = -1.0 if self.lower_is_better else 1.0
+        lo, hi = sorted((math.exp(sign * self.step.ci_low), math.exp(sign * self.step.ci_high)))
+        return lo, hi
+
+
+def class_steps(inp: TrendInput, workloads: Mapping[str, WorkloadInfo]) -> list[SeriesStep]:
+    """The change points of every case and metric the trends show for one device class, over each of its
+    series' points (``compute_steps``; the spread pooled over the series where every point's interval
+    covers its runs). The trends pages and the articles that span a series show these same steps."""
     import zlib
 
-    out: list[dict[str, Any]] = []
-    for ser in series:
+    rows = inp.summaries[~inp.summaries["metric"].isin(TREND_HIDDEN_METRICS)]
+    out: list[SeriesStep] = []
+    for ser in inp.series():
         if len(ser.points) < 2:
             continue
         sub = rows[rows["label"].astype(str).isin(ser.points)]
-        for workload, w_rows in sub.groupby("workload", sort=True):
-            info = workloads.get(str(workload))
-            title = info.title_in(t.lang) if info else str(workload)
-            names = _case_names(t, str(workload), w_rows)
-            for (case_id, metric), g in w_rows.groupby(["case_id", "metric"], sort=True):
-                by_label = {str(r.label): r for r in g.itertuples()}
-                labels, points = [], []
-                for lab in ser.points:
-                    r = by_label.get(lab)
-                    pt = point_of_summary(r.estimate, r.ci_low, r.ci_high, int(r.n_processes), int(r.n_runs),
-                                          bool(r.runs_covered)) if r is not None else None
-                    if pt is not None:
-                        labels.append(lab)
-                        points.append(pt)
-                if len(points) < 2:
-                    continue
-                y, se, df = zip(*points)
-                lower = str(g["better"].iloc[0]) == "lower"
-                for st in compute_steps(y, se, df, seed=zlib.crc32(f"{case_id}|{metric}".encode())):
-                    sign = -1.0 if lower else 1.0  # a ratio above 1: better after the step
-                    lo, hi = sorted((math.exp(sign * st.ci_low), math.exp(sign * st.ci_high)))
-                    ratio = math.exp(sign * st.size)
-                    before, after = labels[st.index - 1], labels[st.index]
-                    out.append({"family": family, "device": inp.cls.name, "series": ser.name,
-                                "workload": title, "case": names.get(str(case_id)) or str(case_id),
-                                "metric": _metric(t, str(metric)), "before": before, "after": after,
-                                "version": ser.versions.get(after) or after, "size": st.size,
-                                "ratio": ratio, "ci": (lo, hi),
-                                "verdict": Verdict.BETTER if ratio > 1 else Verdict.WORSE,
-                                "covered": all(bool(by_label[lab].runs_covered) for lab in labels),
-                                "pair": (before, after), "reports": reports})
+        for (workload, case_id, metric), g in sub.groupby(["workload", "case_id", "metric"], sort=True):
+            by_label = {str(r.label): r for r in g.itertuples()}
+            labels, points = [], []
+            for lab in ser.points:
+                r = by_label.get(lab)
+                pt = point_of_summary(r.estimate, r.ci_low, r.ci_high, int(r.n_processes), int(r.n_runs),
+                                      bool(r.runs_covered)) if r is not None else None
+                if pt is not None:
+                    labels.append(lab)
+                    points.append(pt)
+            if len(points) < 2:
+                continue
+            y, se, df = zip(*points)
+            covered = all(bool(by_label[lab].runs_covered) for lab in labels)
+            lower = str(g["better"].iloc[0]) == "lower"
+            for st in compute_steps(y, se, df, seed=zlib.crc32(f"{case_id}|{metric}".encode()), pooled=covered,
+                                    alpha=POOLED_ALPHA if covered else ALPHA):
+                before, after = labels[st.index - 1], labels[st.index]
+                out.append(SeriesStep(family_of(str(workload), workloads), inp.cls.name, ser.name, str(workload),
+                                      str(case_id), str(metric), lower, before, after,
+                                      ser.versions.get(after) or after, st, covered))
+    return out
+
+
+def steps_in_words(t: Messages, steps: Sequence[SeriesStep], rows: pd.DataFrame, workloads: Mapping[str, WorkloadInfo],
+                   reports: Sequence[dict[str, Any]], *, article_names: bool = False) -> list[dict[str, Any]]:
+    """Steps as the steps tables show them: named in ``t``'s language (cases named as in ``rows``, the
+    class's summaries), largest first; each links the article of its pair where there is one.
+
+    ``article_names``: workloads named as an article names its blocks (``workload_name``, in the
+    device's own words: DDP across CPU processes on a CPU), not by the registry's title."""
+    names: dict[str, dict[str, str]] = {}
+    out = []
+    for st in sorted(steps, key=lambda st: -abs(st.step.size)):
+        if st.workload not in names:
+            names[st.workload] = _case_names(t, st.workload, rows[rows["workload"].astype(str) == st.workload])
+        info = workloads.get(st.workload)
+        title = info.title_in(t.lang) if info else st.workload
+        if article_names and t.has(f"workload_name.{st.workload}"):
+            title = t.plain(f"workload_name.{st.workload}")
+        out.append({"family": st.family, "device": st.device, "series": st.series, "workload": title,
+                    "case": names[st.workload].get(st.case_id) or st.case_id, "metric": _metric(t, st.metric),
+                    "before": st.before, "after": st.after, "version": st.version, "size": st.step.size,
+                    "ratio": st.ratio, "ci": st.ci, "verdict": Verdict.BETTER if st.ratio > 1 else Verdict.WORSE,
+                    "covered": st.covered, "pair": (st.before, st.after), "reports": reports})
     return out
 
 

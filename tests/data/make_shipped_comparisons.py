@@ -15,6 +15,7 @@ reporter's, written from the committed runs only (a recording in progress is lef
     rm -rf /tmp/trk && mkdir /tmp/trk && git archive HEAD runs | tar -x -C /tmp/trk
     PYTHONPATH=. .venv/bin/python tests/data/make_shipped_comparisons.py /tmp/trk/runs
 
+The runs the config sets aside (``[[set_aside]]``) are left out, as the site leaves them out.
 A change to loading, caching or presentation must leave them as they are; a change to the
 model regenerates them, and its commit names every figure that moved and why.
 """
@@ -34,13 +35,14 @@ def shipped_comparisons(runs_dir: Path = ROOT / "runs", config: Path = ROOT / "i
     and ``"summaries"``: ``compute_summaries`` of the whole archive."""
     from reporter.model.compare import compare_labels, compute_summaries
     from reporter.errors import ReporterError
-    from reporter.article.config import load_config, restrict
+    from reporter.article.config import apply_set_aside, load_config, restrict
     from reporter.data.load import load_archive
     from reporter.present.tables import comparison_records, _plain
 
-    archive = load_archive(runs_dir)
+    site = load_config(config, explicit=True)
+    archive, _, _ = apply_set_aside(load_archive(runs_dir), site)  # as the site leaves them out
     out: dict[str, object] = {}
-    for spec in load_config(config, explicit=True).comparisons:
+    for spec in site.comparisons:
         key = f"{spec.baseline} vs {spec.candidate}"
         if key in out:
             continue
