@@ -29,7 +29,24 @@ DEFAULT_WIDTH = 100  # a pipe or a CI log with no COLUMNS
 
 
 class ReporterGroup(click.Group):
-    """A click group that shows a ``ReporterError`` from any subcommand as ``Error: ...``, exit 2."""
+    """A click group that shows a ``ReporterError`` from any subcommand as ``Error: ...``, exit 2.
+
+    ``lazy``: commands imported only when run or listed (``reporter build`` brings the site's
+    modules, which ``reporter compare`` does not need).
+    """
+
+    lazy = {"build": ("reporter.site.build", "build_command")}
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*super().list_commands(ctx), *self.lazy})
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        if name in self.lazy and name not in self.commands:
+            import importlib
+
+            module, attribute = self.lazy[name]
+            self.add_command(getattr(importlib.import_module(module), attribute), name)
+        return super().get_command(ctx, name)
 
     def make_context(self, info_name: str | None, args: list[str], parent: click.Context | None = None,
                      **extra: Any) -> click.Context:
@@ -153,14 +170,16 @@ def compare_command(
     for selector in unknown:
         click.echo(f"warning: {config.source}: [[set_aside]] names {selector}, a run this archive's label does not hold",
                    err=True)
-    comparison = compare_labels(archive, baseline, candidate, noise=noise, single_band=single_band, correction=correction)
     article = None
-    if fmt in ("text", "table", "markdown") or fail_on:
-        workloads = load_workloads()
-        spec = ComparisonSpec(baseline, candidate, noise=noise, single_band=single_band, correction=correction)
-        article = in_language(compute_article(archive, spec, comparison=comparison,
-                                              families={k: w.family for k, w in workloads.items()},
-                                              titles={k: w.title_in(lang) for k, w in workloads.items()}), lang)
+    with archive.writes_deferred():  # the summaries cache written once, when the figures are done
+        comparison = compare_labels(archive, baseline, candidate, noise=noise, single_band=single_band,
+                                    correction=correction)
+        if fmt in ("text", "table", "markdown") or fail_on:
+            workloads = load_workloads()
+            spec = ComparisonSpec(baseline, candidate, noise=noise, single_band=single_band, correction=correction)
+            article = in_language(compute_article(archive, spec, comparison=comparison,
+                                                  families={k: w.family for k, w in workloads.items()},
+                                                  titles={k: w.title_in(lang) for k, w in workloads.items()}), lang)
     t = catalogue(lang, article.words if article is not None else None)
     if fmt in ("text", "table"):
         click.echo(render_text(build_report(article, comparison, t, details=details), _width(width), color=_color()),
@@ -224,9 +243,6 @@ def runs_command(runs_dir: str, fmt: str, width: int | None, strict: bool) -> No
         lines += [f"  {p.path}: {p.reason}" for p in archive.problems]
     for line in lines:
         click.echo("\n".join(wrap(inert(line), w)))
-
-
-from reporter.site.build import build_command; cli.add_command(build_command)  # noqa: E402,E702 - `reporter build`: the published site
 
 
 def main(argv: list[str] | None = None) -> None:

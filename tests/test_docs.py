@@ -31,7 +31,9 @@ def _collector_commands():
 def _reporter_commands():
     from reporter.cli import cli as group
 
-    for name, command in group.commands.items():
+    ctx = click.Context(group)
+    for name in group.list_commands(ctx):  # `build` too, which the group imports when asked for
+        command = group.get_command(ctx, name)
         options = [o for p in command.params for o in getattr(p, "opts", []) if o.startswith("--") and o != "--help"]
         yield name, options
 
@@ -81,7 +83,8 @@ def test_every_command_line_of_the_guide_and_the_readme_parses(lang):
         if tool == "collector":
             build_parser().parse_args(args)
             continue
-        command = group.commands[args[0]] if args and args[0] in group.commands else None
+        names = group.list_commands(click.Context(group))
+        command = group.get_command(click.Context(group), args[0]) if args and args[0] in names else None
         if command is None:  # `reporter --runs URL build`: the group's own options first
             ctx = group.make_context("reporter", list(args), resilient_parsing=True)
             assert ctx.protected_args or ctx.args, line

@@ -11,6 +11,7 @@ converted to pandas once, with categoricals for the repeated strings, so 1,000 r
 from __future__ import annotations
 
 import os
+from contextlib import nullcontext
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -113,6 +114,11 @@ class Archive:
     # What of the run cache was refused (``reporter.data.cache.read_cache``): derived data
     # whose runs were read from their own files instead, so nothing of the archive is missing.
     cache_problems: list[Problem] = field(default_factory=list)
+
+    def writes_deferred(self) -> Any:
+        """A context inside which the summaries computed are kept in memory and written to the
+        summaries cache once, on leaving, not one comparison at a time (nothing when there is no cache)."""
+        return self.summaries.deferred() if self.summaries is not None else nullcontext()
 
     def labels(self) -> list[str]:
         """The labels that hold at least one valid run, sorted."""

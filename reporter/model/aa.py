@@ -83,21 +83,29 @@ def aa_figures(archive: Archive, devices: set[str] | None = None, *, max_pairs: 
         if devices is None or device in devices:
             by_device[device].append((label, a, b))
     out = {}
-    for device, pairs in sorted(by_device.items()):
-        pairs = sorted(pairs, key=lambda p: (start[p[2]], p[2]))[-max_pairs:]
-        tested = called = 0
-        shifts = []
-        for label, a, b in pairs:
-            try:
-                c = compare_labels(archive, f"{label}@{a}", f"{label}@{b}")
-            except ReporterError:  # no case in common: not a pair to learn from
-                continue
-            rows = c.rows[c.rows["metric"] == metric]
-            ok = rows["p_value"].notna()
-            tested += int(ok.sum())
-            called += int(rows.loc[ok, "verdict"].isin([Verdict.BETTER.value, Verdict.WORSE.value]).sum())
-            if math.isfinite(c.geomean.ratio) and c.geomean.ratio > 0:
-                shifts.append(abs(math.log(c.geomean.ratio)))
-        if shifts:
-            out[device] = AAFigure(device, tested, called, tuple(shifts))
+    # Every pair's units are kept in memory and written to the summaries cache once, at the end.
+    with archive.writes_deferred():
+        for device, pairs in sorted(by_device.items()):
+            newest = sorted(pairs, key=lambda p: (start[p[2]], p[2]))[-max_pairs:]
+            figure = _device_figure(archive, device, newest, metric)
+            if figure is not None:
+                out[device] = figure
     return out
+
+
+def _device_figure(archive: Archive, device: str, pairs: list[tuple[str, str, str]], metric: str) -> AAFigure | None:
+    """The figure of ``device``'s A/A ``pairs`` (label, run A, run B), or None when no pair compares."""
+    tested = called = 0
+    shifts = []
+    for label, a, b in pairs:
+        try:
+            c = compare_labels(archive, f"{label}@{a}", f"{label}@{b}")
+        except ReporterError:  # no case in common: not a pair to learn from
+            continue
+        rows = c.rows[c.rows["metric"] == metric]
+        ok = rows["p_value"].notna()
+        tested += int(ok.sum())
+        called += int(rows.loc[ok, "verdict"].isin([Verdict.BETTER.value, Verdict.WORSE.value]).sum())
+        if math.isfinite(c.geomean.ratio) and c.geomean.ratio > 0:
+            shifts.append(abs(math.log(c.geomean.ratio)))
+    return AAFigure(device, tested, called, tuple(shifts)) if shifts else None

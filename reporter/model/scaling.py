@@ -15,7 +15,6 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 import numpy as np
-from scipy import stats
 
 BETWEEN_UNITS = "between-units"
 WITHIN_UNIT = "within-unit"
@@ -98,6 +97,8 @@ def compute_scaling_efficiency(
     diff = float(log_multi.mean() - log_base.mean())
     efficiency = math.exp(diff) / devices
     if len(base) >= 2 and len(multi) >= 2:
+        from scipy import stats  # here: a second of import that a comparison with no scaling rows never pays
+
         test = stats.ttest_ind(log_multi, log_base, equal_var=False)
         ci = test.confidence_interval(confidence_level=confidence)
         low, high = math.exp(ci.low) / devices, math.exp(ci.high) / devices
@@ -150,6 +151,8 @@ def _bootstrap_within_unit(
 
     def statistic(b: np.ndarray, m: np.ndarray, axis: int = -1) -> np.ndarray:
         return (items_scaled / np.median(m, axis=axis)) / (devices * items_baseline / np.median(b, axis=axis))
+
+    from scipy import stats
 
     boot = stats.bootstrap(
         (steps_base, steps_multi), statistic, n_resamples=n_resamples, confidence_level=confidence,

@@ -18,7 +18,6 @@ import shlex
 import shutil
 import sys
 import time
-from contextlib import nullcontext
 from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
@@ -260,7 +259,7 @@ def _compute_articles(
         return compare_labels(restrict(archive, spec.run_ids), spec.baseline, spec.candidate, noise=spec.noise,
                               single_band=spec.single_band, correction=spec.correction)
 
-    with _deferred(archive):
+    with archive.writes_deferred():
         return _articles_of(archive, specs, languages, families, titles, build_command, compare, {})
 
 
@@ -271,11 +270,6 @@ def _label_methods(run_ids: Iterable[str], label_of: Mapping[str, str], timing: 
     for r in run_ids:
         found.setdefault(label_of[r], set()).add(timing.get(r, ""))
     return {label: next(iter(m)) for label, m in found.items() if len(m) == 1}
-
-
-def _deferred(archive: Archive) -> Any:
-    """Summaries computed inside are written to the archive's summaries cache once, on leaving, not one by one."""
-    return archive.summaries.deferred() if archive.summaries is not None else nullcontext()
 
 
 def _comparison_key(spec: ComparisonSpec) -> tuple[Any, ...]:
@@ -402,7 +396,7 @@ def _compute_missing(b: _Build, misses: list[tuple[ComparisonSpec, dict[str, str
     context = _article_context()
     if not (workers > 1 and len(misses) >= PARALLEL_ARTICLES
             and (context.get_start_method() == "fork" or "://" not in str(b.runs_dir))):
-        with _deferred(b.archive):
+        with b.archive.writes_deferred():
             return _articles_of(b.archive, misses, b.languages, b.families, b.titles, b.build_command, b.compare, {})
     chunks = [list(range(len(misses) * i // workers, len(misses) * (i + 1) // workers)) for i in range(workers)]
     from concurrent.futures import ProcessPoolExecutor
@@ -524,7 +518,7 @@ def _compute_trend_data(b: _Build) -> _TrendData:
     """Trends compare neighbouring versions of each release series (labels ordered by the torch version
     their runs recorded), and flag the changes between them."""
     archive, classes = b.archive, b.selection.classes
-    with _deferred(archive):
+    with archive.writes_deferred():
         neighbours: dict[str, dict[tuple[str, str], Comparison]] = {}
         label_info = {cls.name: compute_label_info(archive, cls.run_ids) for cls in classes}
         defaults = {(s.device, s.baseline, s.candidate): s for s in default_comparisons(classes, archive)}
