@@ -108,10 +108,26 @@ def cache_root() -> Path:
     return cache_base() / f"reporter-v{FORMAT}"
 
 
-def archive_folder(name: str, root: Path) -> Path:
-    """The table set ``name`` (``RUNS``, ``UNITS``, ``LABELS``) of the archive at ``root``."""
-    ident = hashlib.sha256(str(Path(root).resolve()).encode("utf-8", "surrogateescape")).hexdigest()[:20]
-    return cache_root() / name / ident
+@dataclass(frozen=True)
+class ArchiveId:
+    """An archive as the cache knows it: its folder, and the digest of that folder's resolved path,
+    which names the archive's table sets and keys what is derived from it. Made once, where the
+    archive is loaded (``ArchiveId.of``); from there on the archive is passed by it, not by its path."""
+
+    path: Path
+    digest: str
+
+    @classmethod
+    def of(cls, root: "ArchiveId | str | os.PathLike[str]") -> "ArchiveId":
+        if isinstance(root, ArchiveId):
+            return root
+        digest = hashlib.sha256(str(Path(root).resolve()).encode("utf-8", "surrogateescape")).hexdigest()[:20]
+        return cls(Path(root), digest)
+
+
+def archive_folder(name: str, archive: "ArchiveId | Path") -> Path:
+    """The table set ``name`` (``RUNS``, ``UNITS``, ``LABELS``) of ``archive`` (its id, or its folder)."""
+    return cache_root() / name / ArchiveId.of(archive).digest
 
 
 @lru_cache(maxsize=1)  # a metadata lookup (about 1 ms): keys of 1,000 runs ask for it 1,000 times
@@ -357,7 +373,7 @@ class CachedRun:
     from_files: tuple[str, ...] = ()
 
 
-def read_cache(root: Path, kinds: tuple[str, ...], lazy: tuple[str, ...] = (),
+def read_cache(root: "ArchiveId | Path", kinds: tuple[str, ...], lazy: tuple[str, ...] = (),
                refused: list[tuple[str, str]] | None = None) -> dict[tuple[str, str], CachedRun]:
     """The cached runs of ``root`` by (label, run_id); empty when there is no usable cache.
 
@@ -537,7 +553,7 @@ class _LazyTable:
         return read
 
 
-def write_cache(root: Path, kinds: tuple[str, ...], runs: list[CachedRun]) -> None:
+def write_cache(root: "ArchiveId | Path", kinds: tuple[str, ...], runs: list[CachedRun]) -> None:
     """Write ``runs`` as the cached runs of ``root``, replacing the set whole."""
     if not runs:
         return
@@ -577,7 +593,7 @@ class SummaryCache:
     whichever selection of the archive wrote them.
     """
 
-    def __init__(self, root: Path, live: set[str] | None = None) -> None:
+    def __init__(self, root: "ArchiveId | Path", live: set[str] | None = None) -> None:
         self.folders = {name: archive_folder(name, root) for name in (UNITS, LABELS)}
         self.live = live
         self._entries: dict[str, dict[str, tuple[Any, list[str]]]] = {}

@@ -46,7 +46,7 @@ from runformat.schema import (
 )
 from reporter.errors import ReporterError
 from reporter.data.problem import Problem
-from reporter.data.cache import CachedRun, SummaryCache, fingerprint, read_cache, run_key, write_cache
+from reporter.data.cache import ArchiveId, CachedRun, SummaryCache, fingerprint, read_cache, run_key, write_cache
 from reporter.data.scan import MAX_ROWS, row_limit_problem, scan_tables, value_problem
 
 # String columns stored as dictionaries (pandas categoricals): few distinct values, many rows.
@@ -93,9 +93,11 @@ class Archive:
 
     Case ids are read as compared: an old strict ``fp32`` matmul/conv2d case (one that
     recorded no settings) is ``dtype=fp32-strict`` (``runformat.schema.legacy_case_id``).
+    ``source``: the archive's folder and its id in the reporter's cache (``ArchiveId``), made once by
+    ``load_archive``; ``root`` is its folder.
     """
 
-    root: Path
+    source: ArchiveId
     runs: pd.DataFrame
     environment: pd.DataFrame
     cases: pd.DataFrame
@@ -114,6 +116,11 @@ class Archive:
     # What of the run cache was refused (``reporter.data.cache.read_cache``): derived data
     # whose runs were read from their own files instead, so nothing of the archive is missing.
     cache_problems: list[Problem] = field(default_factory=list)
+
+    @property
+    def root(self) -> Path:
+        """The archive's folder (for a URL, the local mirror of its finished runs)."""
+        return self.source.path
 
     def writes_deferred(self) -> Any:
         """A context inside which the summaries computed are kept in memory and written to the
@@ -286,8 +293,9 @@ def load_archive(runs_dir: str | os.PathLike[str], strict: bool = False, *, cach
         raise ReporterError(f"runs folder {str(root)!r} does not exist")
     if not root.is_dir():
         raise ReporterError(f"runs folder {str(root)!r} is not a folder")
+    source = ArchiveId.of(root)  # from here on the archive is passed by its id, not its path
     folders: list[tuple[str, Path]] = []
-    for label_dir in _subfolders(root, problems):
+    for label_dir in _subfolders(source.path, problems):
         for run_dir in _subfolders(label_dir, problems):
             if not is_valid_run_id(run_dir.name):
                 problems.append(Problem(str(run_dir), "folder name is not a run id (like 20261202T140512Z-3fa9c1)"))
@@ -295,7 +303,7 @@ def load_archive(runs_dir: str | os.PathLike[str], strict: bool = False, *, cach
             folders.append((label_dir.name, run_dir))
 
     refused: list[tuple[str, str]] = []
-    results, cached_keys = _read_runs(root, folders, cache, refused)
+    results, cached_keys = _read_runs(source, folders, cache, refused)
     by_id: dict[str, list[_RunTables]] = {}
     for r in results:
         if isinstance(r, Problem):
@@ -316,20 +324,20 @@ def load_archive(runs_dir: str | os.PathLike[str], strict: bool = False, *, cach
         raise ReporterError(f"--strict: {len(problems)} invalid run(s): {shown}{more}")
     valid.sort(key=lambda r: (r.label, r.run_id))
     if cache and (any(not r.from_cache for r in valid) or {(r.label, r.run_id) for r in valid} != cached_keys):
-        _write_cache(root, valid)
-    archive = _assemble(root, valid, sorted(problems, key=lambda p: p.path), cache)
+        _write_cache(source, valid)
+    archive = _assemble(source, valid, sorted(problems, key=lambda p: p.path), cache)
     archive.cache_problems = [Problem(path, reason) for path, reason in refused]
     return archive
 
 
-def _read_runs(root: Path, folders: list[tuple[str, Path]], cache: bool,
+def _read_runs(source: ArchiveId, folders: list[tuple[str, Path]], cache: bool,
                refused: list[tuple[str, str]] | None = None) -> tuple[list["_RunTables | Problem"], set[tuple[str, str]]]:
     """Every folder's run (from the cache when its files are unchanged) in ``folders``' order, and the cache's runs;
     what of the cache was refused is appended to ``refused`` (file, reason)."""
-    cached = read_cache(root, _TABLES, lazy=(SAMPLES_FILE,), refused=refused) if cache else {}
+    cached = read_cache(source, _TABLES, lazy=(SAMPLES_FILE,), refused=refused) if cache else {}
     results: list[_RunTables | Problem | None] = [None] * len(folders)
     todo: list[int] = []
-    prefix = str(root) + os.sep
+    prefix = str(source.path) + os.sep
     originals = _OriginalSamples()  # the samples the cache does not copy, read from the runs at first use
     for i, (label, folder) in enumerate(folders):
         hit = cached.get((label, folder.name))
@@ -404,8 +412,8 @@ def _plain(table: pa.Table, kind: str) -> pa.Table:
     return pa.Table.from_arrays(decoded.columns, schema=_SCHEMAS[kind])
 
 
-def _write_cache(root: Path, valid: list["_RunTables"]) -> None:
-    prefix = str(root) + os.sep
+def _write_cache(source: ArchiveId, valid: list["_RunTables"]) -> None:
+    prefix = str(source.path) + os.sep
     keep = []
     for r in valid:
         # What the old cache holds is read before it is replaced; what the runs' own files hold is not copied.
@@ -414,7 +422,7 @@ def _write_cache(root: Path, valid: list["_RunTables"]) -> None:
             continue
         keep.append(CachedRun(r.label, r.run_id, r.fingerprint, r.tables,
                               [(w.path[len(prefix):], w.reason) for w in r.warnings], r.from_files))
-    write_cache(root, _TABLES, keep)
+    write_cache(source, _TABLES, keep)
 
 
 # Samples read and checked at load are kept for the summaries up to this many rows (about
@@ -869,7 +877,7 @@ def _encode(table: pa.Table, columns: tuple[str, ...]) -> pa.Table:
     return table
 
 
-def _assemble(root: Path, valid: list[_RunTables], problems: list[Problem], cache: bool = False) -> Archive:
+def _assemble(source: ArchiveId, valid: list[_RunTables], problems: list[Problem], cache: bool = False) -> Archive:
     run_ids = [r.run_id for r in valid]
     labels = sorted({r.label for r in valid})
     label_code = np.array([labels.index(r.label) for r in valid], dtype=np.int32)
@@ -893,18 +901,18 @@ def _assemble(root: Path, valid: list[_RunTables], problems: list[Problem], cach
     runs = _runs_table(valid, frames[ENVIRONMENT_FILE], frames[CASES_FILE])
     keys = {r.run_id: run_key(r.label, r.run_id, r.fingerprint) for r in valid if r.fingerprint is not None} if cache else {}
     # With every run's summaries keyed, samples are read when first used, and only those used.
-    source = _SampleSource(frame, valid) if len(keys) == len(valid) else None
+    samples = _SampleSource(frame, valid) if len(keys) == len(valid) else None
     return Archive(
-        root=root,
+        source=source,
         runs=runs,
         environment=frames[ENVIRONMENT_FILE],
         cases=frames[CASES_FILE],
-        samples=(lambda: source(None)) if source is not None else frame(SAMPLES_FILE),
+        samples=(lambda: samples(None)) if samples is not None else frame(SAMPLES_FILE),
         problems=problems,
         gpu_state=frames[GPU_STATE_FILE],
         run_keys=keys,
-        summaries=SummaryCache(root, set(keys.values())) if cache else None,
-        sample_source=source,
+        summaries=SummaryCache(source, set(keys.values())) if cache else None,
+        sample_source=samples,
     )
 
 

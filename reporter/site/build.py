@@ -27,6 +27,7 @@ import click
 
 from reporter.article.compute import compute_article, recorded_families
 from reporter.data import cache
+from reporter.data.cache import ArchiveId
 from reporter.present.charts import ChartRenderer, render_svgs
 from reporter.model.compare import Comparison, compare_labels, compute_run_summaries, compute_summaries, timing_methods
 from reporter.article.config import (
@@ -247,13 +248,13 @@ def _article_context() -> Any:
 
 
 def _compute_articles(
-    root: str, specs: list[tuple[ComparisonSpec, dict[str, str]]], languages: list[str], families: dict[str, str],
+    source: ArchiveId, specs: list[tuple[ComparisonSpec, dict[str, str]]], languages: list[str], families: dict[str, str],
     titles: dict[str, str], build_command: str,
 ) -> list[tuple[Comparison, dict[str, Any]] | ReporterError]:
     """``_articles_of`` in a child process: on the archive it inherited (forked), else read again there
     (from the caches its parent just filled)."""
     inherited = _INHERITED
-    archive = inherited if inherited is not None and str(inherited.root) == root else load_archive(root)
+    archive = inherited if inherited is not None and inherited.source == source else load_archive(source.path)
 
     def compare(spec: ComparisonSpec) -> Comparison:
         return compare_labels(restrict(archive, spec.run_ids), spec.baseline, spec.candidate, noise=spec.noise,
@@ -328,7 +329,7 @@ class _Build:
 
     def summaries_of(self, run_ids: list[str]) -> Any:
         """``compute_summaries`` of ``run_ids``, from the build cache while those runs are unchanged."""
-        key = cache.key("summaries", str(self.archive.root), [(r, self.run_fps[r]) for r in sorted(run_ids)])
+        key = cache.key("summaries", self.archive.source.digest, [(r, self.run_fps[r]) for r in sorted(run_ids)])
         found = cache.load_entry("summaries", key)
         if found is None:
             found = compute_summaries(restrict(self.archive, frozenset(run_ids)))
@@ -378,7 +379,7 @@ def _look_up_articles(b: _Build, inputs: _ArticleInputs) -> list[tuple[Compariso
     """Per article: its comparison, its titles, its build cache key and what the cache holds there (None: compute it)."""
     todo = []
     for spec, spec_titles in _articles(b.selection.specs, b.site_lang):
-        key = cache.key("article", str(b.archive.root), spec, sorted(spec_titles.items()), b.languages, b.build_command,
+        key = cache.key("article", b.archive.source.digest, spec, sorted(spec_titles.items()), b.languages, b.build_command,
                           sorted(b.families.items()), sorted(b.titles.items()), b.problems, inputs.key_parts(spec))
         hit = cache.load_entry("articles", key)
         if hit is not None and (not isinstance(hit, tuple) or len(hit) != 3
@@ -404,7 +405,7 @@ def _compute_missing(b: _Build, misses: list[tuple[ComparisonSpec, dict[str, str
     _INHERITED = b.archive if context.get_start_method() == "fork" else None
     try:
         with ProcessPoolExecutor(workers, mp_context=context) as pool:
-            jobs = [pool.submit(_compute_articles, str(b.archive.root), [misses[i] for i in chunk], b.languages,
+            jobs = [pool.submit(_compute_articles, b.archive.source, [misses[i] for i in chunk], b.languages,
                                 b.families, b.titles, b.build_command) for chunk in chunks]
             renderer.start()  # the article processes are forked: this process forks no more
             return [found for job in jobs for found in job.result()]
