@@ -137,3 +137,25 @@ def test_an_article_spanning_the_series_shows_the_trends_steps_between_its_sides
     assert row[7].href == "b.md"  # the pair's article, relative to the article
     # A span that stops before the step shows none of it.
     assert span_steps_view(Messages("zh"), inp, labels[:3], {}, reports, "reports/a.md")["n"] == 0
+
+
+def test_a_cpu_class_names_its_workloads_in_its_own_words_as_its_articles_do() -> None:
+    from reporter.present.views import load_workloads
+
+    workloads = load_workloads()
+    levels = {"torch-2.10.0": 1.0, "torch-2.11.0": 1.0, "torch-2.12.1": 1.25}
+    labels = tuple(levels)
+    info = {lab: LabelInfo(lab.removeprefix("torch-"), _day(i + 1), _day(i + 1)) for i, lab in enumerate(labels)}
+    rows = _summaries(levels).assign(workload="multigpu", case_id=lambda d: "multigpu" + d["case_id"].str[1:])
+    for lang in ("en", "zh"):
+        t = Messages(lang)
+        titles = {}
+        for cls_name in ("Intel Xeon (cpu)", "NVIDIA H200 (cuda)"):
+            cls = DeviceClass(cls_name, labels, frozenset(), True)
+            index, families = trends_views([TrendInput(cls, rows, {}, {}, info)], workloads, t, [0])
+            (group,) = [g for v in families.values() for g in v["groups"]]
+            titles[cls_name] = [w["title"] for w in group["workloads"]]
+            assert index["n_steps"] >= 1 and all(r[0] for r in index["steps"].rows)
+        assert titles["Intel Xeon (cpu)"] == [Messages(lang, "cpu").plain("workload_name.multigpu")]
+        assert titles["NVIDIA H200 (cuda)"] == [workloads["multigpu"].title_in(lang)]
+        assert titles["Intel Xeon (cpu)"] != titles["NVIDIA H200 (cuda)"]

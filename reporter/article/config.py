@@ -240,6 +240,11 @@ class DeviceClass:
     # ``run_ids`` (a label's figures pool one way of measuring), by label.
     set_aside: tuple[tuple[str, int], ...] = ()
 
+    @property
+    def words(self) -> str | None:
+        """The device's own words (``cpu``: processes, not GPUs), as an article of its runs speaks."""
+        return "cpu" if self.name.endswith("(cpu)") else None
+
 
 def device_class_of(device_type: Any, device_name: Any) -> str:
     """The class a run belongs to: the device's name, with its type (``cuda``, ``cpu``)."""

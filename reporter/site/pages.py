@@ -393,7 +393,11 @@ def trends_views(inputs: Sequence[TrendInput], workloads: Mapping[str, WorkloadI
 
 def _class_trends(t: Messages, inp: TrendInput, workloads: Mapping[str, WorkloadInfo], chart_counter: list[int],
                   reports: Sequence[dict[str, Any]], families: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
-    """Add one device class's group to the view of each family it recorded (in ``families``); return its steps."""
+    """Add one device class's group to the view of each family it recorded (in ``families``); return its steps.
+
+    The group speaks the device's own words, as its articles do (on a CPU: DDP across CPU processes)."""
+    if inp.cls.words and t.words != inp.cls.words:
+        t = Messages(t.lang, inp.cls.words)
     s = inp.summaries[~inp.summaries["metric"].isin(TREND_HIDDEN_METRICS)].copy()
     s["family"] = [family_of(w, workloads) for w in s["workload"]]
     series = inp.series()
@@ -437,12 +441,19 @@ def _neighbour_flags(t: Messages, inp: TrendInput) -> tuple[dict[tuple[str, str,
     return flags, timed_apart
 
 
+def _workload_title(t: Messages, workload: str, workloads: Mapping[str, WorkloadInfo]) -> str:
+    """The registry's title of ``workload``, or where ``t`` speaks a device's own words and they name it, theirs."""
+    if t.words and t.raw(f"on_{t.words}.workload_name.{workload}") is not None:
+        return t.plain(f"on_{t.words}.workload_name.{workload}")
+    info = workloads.get(workload)
+    return info.title_in(t.lang) if info else workload
+
+
 def _workload_trend(t: Messages, workload: str, w_rows: pd.DataFrame, order: list[str],
                     flags: Mapping[tuple[str, str, str], str], workloads: Mapping[str, WorkloadInfo],
                     chart_counter: list[int]) -> tuple[dict[str, Any], list[str]]:
     """One workload's trend (its title, a table of each case's location per label, its charts), and its labels."""
-    info = workloads.get(workload)
-    title = info.title_in(t.lang) if info else workload
+    title = _workload_title(t, workload, workloads)
     shown = set(w_rows["label"].astype(str))
     present = [lab for lab in order if lab in shown]
     table = TableView([_col(t, "case"), _col(t, "metric")] + [Column(lab, "median_ci", True) for lab in present])
@@ -619,8 +630,7 @@ def steps_in_words(t: Messages, steps: Sequence[SeriesStep], rows: pd.DataFrame,
     for st in sorted(steps, key=lambda st: -abs(st.step.size)):
         if st.workload not in names:
             names[st.workload] = _case_names(t, st.workload, rows[rows["workload"].astype(str) == st.workload])
-        info = workloads.get(st.workload)
-        title = info.title_in(t.lang) if info else st.workload
+        title = _workload_title(t, st.workload, workloads)
         if article_names and t.has(f"workload_name.{st.workload}"):
             title = t.plain(f"workload_name.{st.workload}")
         out.append({"family": st.family, "device": st.device, "series": st.series, "workload": title,
