@@ -11,6 +11,7 @@ sides ran the same selection; its ``reporter compare`` names the article's two s
 from __future__ import annotations
 
 import html
+import math
 import re
 import shlex
 from pathlib import Path
@@ -269,3 +270,57 @@ def test_one_comparison_gives_the_same_counts_and_geomean_on_every_page_and_in_t
     entry = next(ln for ln in home.splitlines() if f"reports/{spec.slug}.md" in ln)
     for r in box.better + box.worse:
         assert html.unescape(r.full_label) in html.unescape(entry)
+
+
+def _intervals(summary, rows) -> list[tuple[float, float, float]]:
+    """``summary``'s (estimate, CI) at each (case, metric) of ``rows``."""
+    s = summary.set_index(["case_id", "metric"])
+    return [float(s.loc[(r["case_id"], r["metric"]), k]) for r in rows for k in ("estimate", "ci_low", "ci_high")]
+
+
+def test_a_label_shows_one_interval_in_its_article_the_cli_its_run_pages_and_its_trends() -> None:
+    """The location view: the sides of the CPU article and of `reporter compare --format json` give
+    each label's case the interval its trend points show (``compute_summaries`` of the label's runs),
+    and a one-run side (``LABEL@RUN``) the interval of that run's page (``compute_run_summaries``)."""
+    import json as jsonlib
+
+    from click.testing import CliRunner
+
+    from reporter.article.config import restrict
+    from reporter.cli import cli
+    from reporter.model.compare import compute_run_summaries, compute_summaries
+
+    archive = load_archive(ROOT / "runs")
+    spec = next(s for s in load_config(ROOT / "imagebench.toml", explicit=True).comparisons
+                if (s.baseline, s.candidate, s.lang) == ("torch-2.13.0-cpu", "torch-2.14.1-cpu", None))
+    article = in_language(compute_article(archive, spec), "en")
+    out = CliRunner().invoke(cli, ["compare", spec.baseline, spec.candidate, "--runs", str(ROOT / "runs"), "--format", "json"])
+    assert out.exit_code == 0, out.output
+    records = [r for r in jsonlib.loads(out.stdout) if r["case"] != "geomean"]
+    rows = [{"case_id": r.case_id, "metric": r.metric, "side": r} for r in article.rows if math.isfinite(r.baseline.low)]
+    assert len(rows) > 20
+    for side in ("baseline", "candidate"):
+        label = getattr(spec, side)
+        ids = frozenset(archive.runs.loc[archive.runs["label"].astype(str) == label, "run_id"].astype(str))
+        pages = _intervals(compute_summaries(restrict(archive, ids)), rows)
+        shown = [x for r in rows for x in (getattr(r["side"], side).value, getattr(r["side"], side).low,
+                                           getattr(r["side"], side).high)]
+        assert shown == pytest.approx(pages, rel=1e-9)
+        # The CLI's record of each row (known by its metric and both sides' estimates) gives the same.
+        for r, (value, low, high) in zip(rows, zip(pages[::3], pages[1::3], pages[2::3])):
+            other = getattr(r["side"], "candidate" if side == "baseline" else "baseline").value
+            (rec,) = [x for x in records if x["metric"] == r["metric"] and x[f"{side}_value"] == pytest.approx(value, rel=1e-12)
+                      and x[("candidate" if side == "baseline" else "baseline") + "_value"] == pytest.approx(other, rel=1e-12)]
+            assert (rec[f"{side}_ci_low"], rec[f"{side}_ci_high"]) == pytest.approx((low, high), rel=1e-9)
+    # One run a side: the side is that run's page.
+    aa = ("h200-torch-2.11.0-cu130@20261202T172425Z", "h200-torch-2.11.0-cu130@20261202T174022Z")
+    from reporter.model.compare import compare_labels
+
+    cmp = compare_labels(archive, *aa)
+    tested = cmp.rows[cmp.rows["baseline_ci_low"].notna()].to_dict("records")
+    assert tested
+    for side, sel in zip(("baseline", "candidate"), aa):
+        run = next(r for r in archive.runs["run_id"].astype(str) if r.startswith(sel.partition("@")[2]))
+        page = compute_run_summaries(restrict(archive, frozenset({run})))[run]
+        got = [x for r in tested for x in (r[f"{side}_value"], r[f"{side}_ci_low"], r[f"{side}_ci_high"])]
+        assert got == pytest.approx(_intervals(page, tested), rel=1e-9, nan_ok=True)

@@ -15,8 +15,9 @@ The contract of ``compare_labels`` (what pages and the CLI build on):
   from (geometric means over runs of the run's geometric mean of process medians), so
   ``ratio`` is exactly ``baseline_value / candidate_value`` for lower-is-better metrics
   and ``candidate_value / baseline_value`` for higher-is-better ones, and the two never
-  disagree in direction; ``baseline_ci_low`` ... ``candidate_ci_high``: their 95% CIs
-  (same variance model as the ratio; NaN with one unit on the side or no variance);
+  disagree in direction; ``baseline_ci_low`` ... ``candidate_ci_high``: the 95% CIs of
+  the sides' locations (``reporter.model.location``: the intervals the label's run pages and
+  trends show; NaN with one unit on the side or no variance);
 * ``baseline_median``, ``candidate_median``: pooled sample medians (details only);
 * ``ratio``, ``ci_low``, ``ci_high`` (> 1: the candidate is better), ``p_value``,
   ``p_adjusted`` (Benjamini–Hochberg over the article's tested rows by default);
@@ -62,6 +63,7 @@ from runformat.vocabulary import Analysis, Note, NoteCode, Verdict
 from reporter.errors import ReporterError
 from reporter.data.load import Archive, Problem, _rows_of
 from reporter.data.cache import Rows, label_key
+from reporter.model.location import codes as _codes, covariate as _covariate, locate, locate_groups
 from reporter.model.stats import (
     MIN_UNITS,
     EQUIVALENCE,
@@ -75,7 +77,6 @@ from reporter.model.stats import (
     adjust_pvalues,
     compute_pooled_summaries,
     compute_hierarchical_tests,
-    compute_location_cis,
     compute_mde,
     compute_oneway,
     compute_processes_needed,
@@ -83,9 +84,8 @@ from reporter.model.stats import (
     compute_runs_needed,
     compute_verdict,
     compute_display_level,
-    moderated_components,
+    moderated_oneway,
     sort_values_within_groups,
-    squeeze_variances,
 )
 
 # The metric the suite-level geometric mean is taken over: one ratio per case, so a
@@ -100,7 +100,7 @@ MAX_LENDER_RUNS = 16
 
 SUMMARY_COLUMNS = (
     "label", "case_id", "workload", "params", "metric", "unit", "better", "median", "ci_low", "ci_high",
-    "mean", "q1", "q3", "iqr", "cv", "n_samples", "n_processes", "n_runs", "estimate", "runs_covered",
+    "mean", "q1", "q3", "iqr", "cv", "n_samples", "n_processes", "n_runs", "estimate", "runs_covered", "df",
 )
 WORK_COLUMNS = ("flops", "bytes", "items", "items_unit")
 SIDES = ("baseline", "candidate")
@@ -351,8 +351,9 @@ def compute_summaries(archive: Archive, *, confidence: float = 0.95) -> pd.DataF
     ``mean``, ``q1``, ``q3``, ``iqr`` and ``cv`` describe the pooled samples.
     ``estimate`` is the label's location as comparisons use it: the geometric mean over
     runs of the run's geometric mean of process medians; ``ci_low``/``ci_high`` are its
-    95% CI from ``reporter.model.stats.compute_location_cis`` (processes within runs, runs
-    when there are two or more: ``runs_covered``). With a single process there is no
+    95% CI from ``reporter.model.location`` (processes within runs, runs when there are
+    two or more: ``runs_covered``; the label's cases moderated together), ``df`` its
+    degrees of freedom. With a single process there is no
     between-process variation to build an interval from: the CI is NaN. Values that are
     zero or negative have no log: a constant gives the zero-width interval at its value,
     anything else NaN. Columns: ``SUMMARY_COLUMNS``; sorted by label, case and metric.
@@ -498,19 +499,13 @@ def _pooled_summaries(archive: Archive, confidence: float, units_out: list[pd.Da
     run_codes = s["run_id"].cat.codes.to_numpy(np.int64)[first]
     n_runs = _count_distinct(u_code, run_codes, n_groups)
 
-    med = u["median"].to_numpy(np.float64)
-    positive = np.ones(n_groups, bool)
-    np.logical_and.at(positive, u_code, med > 0)
-    use = positive[u_code]
-    loc = compute_location_cis(
-        np.log(np.where(use, med, 1.0))[use], u_code[use], pd.factorize(u["run_id"])[0][use],
-        n_groups=n_groups, confidence=confidence,
-    )
+    loc = locate_groups(u, u_code, n_groups, confidence=confidence)
+    positive = loc["positive"].to_numpy()
     const = (stats.n_samples > 0) & (stats.q1 == stats.q3) & np.isclose(stats.cv, 0.0)
     with np.errstate(over="ignore"):
-        estimate = np.where(positive, np.exp(loc.estimate), np.where(const, stats.median, np.nan))
-        lo = np.where(positive, np.exp(loc.ci_low), np.where(const, stats.median, np.nan))
-        hi = np.where(positive, np.exp(loc.ci_high), np.where(const, stats.median, np.nan))
+        estimate = np.where(positive, np.exp(loc["estimate"]), np.where(const, stats.median, np.nan))
+        lo = np.where(positive, np.exp(loc["ci_low"]), np.where(const, stats.median, np.nan))
+        hi = np.where(positive, np.exp(loc["ci_high"]), np.where(const, stats.median, np.nan))
     out = groups.assign(
         unit=_strings_at(s["unit"], group_first),
         better=_strings_at(s["better"], group_first),
@@ -526,7 +521,8 @@ def _pooled_summaries(archive: Archive, confidence: float, units_out: list[pd.Da
         n_processes=n_units,
         n_runs=n_runs,
         estimate=estimate,
-        runs_covered=loc.runs_covered,
+        runs_covered=loc["runs_covered"].to_numpy(),
+        df=np.where(positive, loc["df"], np.nan),
     )
     return out
 
@@ -824,39 +820,6 @@ class _Lenders:
         return self._pool
 
 
-def _moderated(
-    values: np.ndarray, rows: np.ndarray, sides: np.ndarray, groups: np.ndarray, units: np.ndarray, *,
-    sign: np.ndarray, n_rows: int, n_sides: int, x: np.ndarray, moderate: bool, robust: bool = False,
-) -> tuple[OneWay, tuple[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray], float, np.ndarray]:
-    """The rows' one-way layout and their mean squares, moderated apart from the shared per-unit effects.
-
-    ``units`` identifies each value's unit (process, or round when paired) across rows;
-    ``sign`` orients each row (+1 higher is better) so that a slow process lowers every
-    row alike. A unit's shared effect is its mean residual over the rows, or with
-    ``robust`` its median (``_pool_run_variance``). Returns the layout, (ms_within, df),
-    (ms_between, df), and the prior df and variance of the case-specific within-run part
-    (for planning rows with too few units).
-    """
-    ow = compute_oneway(values, rows, sides, groups, n_rows=n_rows, n_sides=n_sides)
-    if not moderate or values.size == 0:
-        return ow, (ow.ms_within, ow.df_within), (ow.ms_between, ow.df_between), 0.0, np.full(n_rows, np.nan)
-    o = values * sign[rows]
-    resid = o - ow.mean[rows, sides] * sign[rows]
-    n_units = int(units.max()) + 1
-    if robust:
-        z = compute_pooled_summaries(resid, units, n_groups=n_units).median
-    else:
-        with np.errstate(invalid="ignore"):
-            z = np.bincount(units, weights=resid, minlength=n_units) / np.bincount(units, minlength=n_units)
-    spec = compute_oneway(values - sign[rows] * z[units], rows, sides, groups, n_rows=n_rows, n_sides=n_sides)
-    first = np.unique(units, return_index=True)[1]
-    shared = compute_oneway(z[units[first]], np.zeros(first.size, np.int64), sides[first], groups[first],
-                            n_rows=1, n_sides=n_sides)
-    within, between = moderated_components(spec, shared, x)
-    prior = squeeze_variances(spec.ms_within, spec.df_within, x)
-    return ow, within, between, prior.df_prior, prior.s2_prior + (shared.ms_within[0] if np.isfinite(shared.ms_within[0]) else 0.0)
-
-
 def _pool_run_variance(
     pool: pd.DataFrame, code_of: dict[tuple[str, str], int], n_rows: int, x: np.ndarray, moderate: bool, sign: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[tuple[str, ...]]]:
@@ -878,7 +841,7 @@ def _pool_run_variance(
     # every row, and that variance, added back to every row, widened the CIs of the H200 A/A
     # article from 0.03 to 0.21. The compared runs keep the mean: the processes of the H200
     # reference A/A are slow on several rows together, and the mean is what absorbs it.
-    ow, within, between, _, _ = _moderated(
+    ow, within, between, _, _ = moderated_oneway(
         np.log(p["median"].to_numpy(np.float64)), code, label, pd.factorize(p["run_id"])[0], units,
         sign=sign, n_rows=n_rows, n_sides=int(label.max()) + 1, x=x, moderate=moderate, robust=True,
     )
@@ -925,15 +888,12 @@ class _Layout:
 
 @dataclass(frozen=True)
 class _Fit:
-    """The rows' model: the two-sided layout ``ind`` with its within-run mean square (for the per-side
-    CIs, with the run component ``side_run_var``); the layout the test ran on (``test_ow``: the paired
+    """The rows' model: the two-sided layout ``ind`` (whose side means are the sides' estimates); the layout the test ran on (``test_ow``: the paired
     differences, or ``ind``) with its within-run mean square ``within``; the ``tests``; the prior df
     and variance of the within-run part (to plan rows with too few units); the runs lent to each row
     and their labels."""
 
     ind: OneWay
-    ind_within: tuple[np.ndarray, np.ndarray]
-    side_run_var: np.ndarray
     test_ow: OneWay
     within: tuple[np.ndarray, np.ndarray]
     tests: HierarchicalTests
@@ -997,6 +957,7 @@ def _compare_rows(
     """The rows of the comparison: the statistics of every matched (case, metric), with its case's
     workload, family, params and work, sorted by workload, case and metric."""
     code_of = {k: i for i, k in enumerate(keys)}
+    located = {"baseline": locate(ub, confidence=confidence), "candidate": locate(uc, confidence=confidence)}
     for u in (ub, uc):
         u["row"] = [code_of.get(k, -1) for k in zip(u["case_id"].tolist(), u["metric"].tolist())]
     ub, uc = ub[ub["row"] >= 0], uc[uc["row"] >= 0]
@@ -1006,7 +967,7 @@ def _compare_rows(
     else:
         layout = _independent_layout(ub, uc, facts.testable)
     fit = _fit_rows(layout, facts, lenders, code_of, moderate=moderate, confidence=confidence)
-    side_ci = _side_cis(fit, facts.testable, confidence)
+    side_ci = _side_cis(fit, located, keys, facts.testable)
     calls = _corrected_calls(fit, facts.testable, paired=bool(pairs), noise=noise, correction=correction, alpha=alpha,
                              confidence=confidence)
     shown = _shown(facts, fit, calls, (side_ci["baseline"][0], side_ci["candidate"][0]), paired=bool(pairs),
@@ -1087,12 +1048,12 @@ def _fit_rows(
     n, higher, testable = len(code_of), facts.higher, facts.testable
     sign = np.where(higher, 1.0, -1.0)
     x = _covariate(layout.spread, layout.spread_rows, n)
-    ind, w_ind, b_ind, d0_ind, prior_ind = _moderated(*layout.arrays, sign=sign, n_rows=n, n_sides=2, x=x, moderate=moderate)
+    ind, w_ind, b_ind, d0_ind, prior_ind = moderated_oneway(*layout.arrays, sign=sign, n_rows=n, n_sides=2, x=x, moderate=moderate)
     lent_runs = np.zeros(n)
     lender_labels: list[tuple[str, ...]] = [() for _ in range(n)]
     if layout.paired is not None:
         diff, rows_arr, grp, rnd = layout.paired
-        d, w_t, b_t, d0, prior = _moderated(diff, rows_arr, np.zeros_like(rows_arr), grp, rnd, sign=sign, n_rows=n,
+        d, w_t, b_t, d0, prior = moderated_oneway(diff, rows_arr, np.zeros_like(rows_arr), grp, rnd, sign=sign, n_rows=n,
                                             n_sides=1, x=x, moderate=moderate)
         tests = compute_hierarchical_tests(d, higher_is_better=higher, paired=True, within=w_t, between=b_t,
                                            confidence=confidence)
@@ -1105,26 +1066,22 @@ def _fit_rows(
         tests = compute_hierarchical_tests(ind, higher_is_better=higher, paired=False, within=w_ind, between=b_ind,
                                            borrowed=borrowed, confidence=confidence)
         w_t, test_ow, d0, prior = w_ind, ind, d0_ind, prior_ind
-    # The per-side CIs take the run-level component of the unpaired layout (the same variance model as the ratio).
-    with np.errstate(invalid="ignore", over="ignore"):
-        side_run_var = np.nan_to_num(tests.run_var) if layout.paired is None else np.nan_to_num(
-            compute_hierarchical_tests(ind, higher_is_better=higher, paired=False, within=w_ind, between=b_ind).run_var)
-    return _Fit(ind=ind, ind_within=w_ind, side_run_var=side_run_var, test_ow=test_ow, within=w_t, tests=tests,
+    return _Fit(ind=ind, test_ow=test_ow, within=w_t, tests=tests,
                 prior_df=d0, prior=prior, lent_runs=lent_runs, lender_labels=lender_labels)
 
 
-def _side_cis(fit: _Fit, testable: np.ndarray, confidence: float) -> dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]:
-    """Per side: its estimate and CI (NaN with too few units), with the same variance components as the ratio."""
-    ind, w_ind = fit.ind, fit.ind_within
+def _side_cis(fit: _Fit, located: dict[str, pd.DataFrame], keys: list[tuple[str, str]],
+              testable: np.ndarray) -> dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """Per side: its estimate and the CI of its location (``reporter.model.location``: the interval
+    its run pages and trends show), NaN with too few units or where the row has no ratio."""
     side_ci = {}
+    index = pd.MultiIndex.from_tuples(keys)
     with np.errstate(invalid="ignore", over="ignore"):
         for s, name in ((0, "baseline"), (1, "candidate")):
-            R = ind.n_groups[:, s].astype(np.float64)
-            se = np.sqrt((fit.side_run_var + w_ind[0] * ind.h[:, s]) / R)
-            tq = stdtrit(np.minimum(np.where(w_ind[1] > 0, w_ind[1], np.nan), 1e6), 1 - (1 - confidence) / 2)
-            m = ind.mean[:, s]
-            ok = testable & (ind.n_units[:, s] >= MIN_UNITS)
-            side_ci[name] = (np.exp(m), np.where(ok, np.exp(m - tq * se), np.nan), np.where(ok, np.exp(m + tq * se), np.nan))
+            loc = located[name].set_index(["case_id", "metric"])[["ci_low", "ci_high"]].reindex(index)
+            ok = testable & (fit.ind.n_units[:, s] >= MIN_UNITS)
+            side_ci[name] = (np.exp(fit.ind.mean[:, s]), np.where(ok, loc["ci_low"].to_numpy(np.float64), np.nan),
+                             np.where(ok, loc["ci_high"].to_numpy(np.float64), np.nan))
     return side_ci
 
 
@@ -1293,15 +1250,6 @@ def _rows_frame(
             "_runs_needed": np.where(tested, calls.runs_needed, np.nan),
         }
     )
-
-
-def _covariate(spread: np.ndarray, rows: np.ndarray, n: int) -> np.ndarray:
-    """Per row: the log of the mean within-process sampling variance of a unit's log median."""
-    ok = np.isfinite(spread)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        mean = np.bincount(rows[ok], weights=spread[ok], minlength=n) / np.bincount(rows[ok], minlength=n)
-        x = np.log(mean)
-    return np.where(np.isfinite(x), x, np.nan)
 
 
 def _pooled_medians(side: Archive, keys: list[tuple[str, str]]) -> np.ndarray:
@@ -1496,13 +1444,6 @@ def _advice(tested: pd.DataFrame, *, paired: bool) -> Advice | None:
 
 
 # -------------------------------------------------------------------- helpers
-
-
-def _codes(*columns: pd.Series) -> np.ndarray:
-    """One integer code per distinct combination of the columns' values."""
-    if not len(columns[0]):
-        return np.zeros(0, np.int64)
-    return pd.MultiIndex.from_arrays([np.asarray(c) for c in columns]).factorize()[0].astype(np.int64)
 
 
 # The dtype pandas gives a column of Python strings (``str``, Arrow-backed, in pandas 3).
