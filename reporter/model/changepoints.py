@@ -225,21 +225,21 @@ def se_of_interval(log_low: float, log_high: float, df: float, confidence: float
 
 
 def point_of_summary(estimate: float, ci_low: float, ci_high: float, n_processes: int, n_runs: int,
-                     runs_covered: bool, confidence: float = 0.95, df: float | None = None) -> tuple[float, float, float] | None:
+                     runs_covered: bool, confidence: float = 0.95) -> tuple[float, float, float] | None:
     """A series point (log estimate, standard error, df) from a label's summary row.
 
-    The summary's interval is a Student t interval on the log scale with ``df`` degrees
-    of freedom (the location's, ``reporter.model.location``). A summary without them (an
-    older table) is taken as the replicate units' count less one: ``n_runs - 1`` with
-    runs covered, else ``n_processes - 1``. ``benchmarks/changepoints.py`` measures the
-    false rate through this same path.
+    The summary's interval is a Student t interval on the log scale over processes (one
+    run) or over runs (``runs_covered``); its degrees of freedom are not stored, so they
+    are taken as the replicate units' count less one: ``n_runs - 1`` with runs covered,
+    else ``n_processes - 1``. Where the model pooled processes across runs, its df was
+    larger and this standard error is the smaller one (the test errs towards a step);
+    ``benchmarks/changepoints.py`` measures the false rate through this same path.
     None where there is no interval (a single process) or no positive estimate.
     """
     values = (estimate, ci_low, ci_high)
     if not all(v is not None and np.isfinite(v) and v > 0 for v in values) or not ci_high > ci_low:
         return None
-    if df is None or not np.isfinite(df):
-        df = float((n_runs if runs_covered else n_processes) - 1)
+    df = float((n_runs if runs_covered else n_processes) - 1)
     if df < 1:
         return None
     return float(np.log(estimate)), se_of_interval(float(np.log(ci_low)), float(np.log(ci_high)), df, confidence), df

@@ -63,7 +63,7 @@ from runformat.vocabulary import Analysis, Note, NoteCode, Verdict
 from reporter.errors import ReporterError
 from reporter.data.load import Archive, Problem, _rows_of
 from reporter.data.cache import Rows, label_key
-from reporter.model.location import codes as _codes, covariate as _covariate, locate, locate_groups
+from reporter.model.location import locate, locate_groups
 from reporter.model.stats import (
     MIN_UNITS,
     EQUIVALENCE,
@@ -100,7 +100,7 @@ MAX_LENDER_RUNS = 16
 
 SUMMARY_COLUMNS = (
     "label", "case_id", "workload", "params", "metric", "unit", "better", "median", "ci_low", "ci_high",
-    "mean", "q1", "q3", "iqr", "cv", "n_samples", "n_processes", "n_runs", "estimate", "runs_covered", "df",
+    "mean", "q1", "q3", "iqr", "cv", "n_samples", "n_processes", "n_runs", "estimate", "runs_covered",
 )
 WORK_COLUMNS = ("flops", "bytes", "items", "items_unit")
 SIDES = ("baseline", "candidate")
@@ -352,8 +352,7 @@ def compute_summaries(archive: Archive, *, confidence: float = 0.95) -> pd.DataF
     ``estimate`` is the label's location as comparisons use it: the geometric mean over
     runs of the run's geometric mean of process medians; ``ci_low``/``ci_high`` are its
     95% CI from ``reporter.model.location`` (processes within runs, runs when there are
-    two or more: ``runs_covered``; the label's cases moderated together), ``df`` its
-    degrees of freedom. With a single process there is no
+    two or more: ``runs_covered``). With a single process there is no
     between-process variation to build an interval from: the CI is NaN. Values that are
     zero or negative have no log: a constant gives the zero-width interval at its value,
     anything else NaN. Columns: ``SUMMARY_COLUMNS``; sorted by label, case and metric.
@@ -522,7 +521,6 @@ def _pooled_summaries(archive: Archive, confidence: float, units_out: list[pd.Da
         n_runs=n_runs,
         estimate=estimate,
         runs_covered=loc["runs_covered"].to_numpy(),
-        df=np.where(positive, loc["df"], np.nan),
     )
     return out
 
@@ -888,8 +886,8 @@ class _Layout:
 
 @dataclass(frozen=True)
 class _Fit:
-    """The rows' model: the two-sided layout ``ind`` (whose side means are the sides' estimates); the layout the test ran on (``test_ow``: the paired
-    differences, or ``ind``) with its within-run mean square ``within``; the ``tests``; the prior df
+    """The rows' model: the two-sided layout ``ind`` (its side means are the sides' estimates); the
+    layout the test ran on (``test_ow``: the paired differences, or ``ind``) with its within-run mean square ``within``; the ``tests``; the prior df
     and variance of the within-run part (to plan rows with too few units); the runs lent to each row
     and their labels."""
 
@@ -1252,6 +1250,15 @@ def _rows_frame(
     )
 
 
+def _covariate(spread: np.ndarray, rows: np.ndarray, n: int) -> np.ndarray:
+    """Per row: the log of the mean within-process sampling variance of a unit's log median."""
+    ok = np.isfinite(spread)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean = np.bincount(rows[ok], weights=spread[ok], minlength=n) / np.bincount(rows[ok], minlength=n)
+        x = np.log(mean)
+    return np.where(np.isfinite(x), x, np.nan)
+
+
 def _pooled_medians(side: Archive, keys: list[tuple[str, str]]) -> np.ndarray:
     store = _summary_store(side)
     if store is not None and side.selector is not None and "@" not in side.selector:
@@ -1444,6 +1451,13 @@ def _advice(tested: pd.DataFrame, *, paired: bool) -> Advice | None:
 
 
 # -------------------------------------------------------------------- helpers
+
+
+def _codes(*columns: pd.Series) -> np.ndarray:
+    """One integer code per distinct combination of the columns' values."""
+    if not len(columns[0]):
+        return np.zeros(0, np.int64)
+    return pd.MultiIndex.from_arrays([np.asarray(c) for c in columns]).factorize()[0].astype(np.int64)
 
 
 # The dtype pandas gives a column of Python strings (``str``, Arrow-backed, in pandas 3).

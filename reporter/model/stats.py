@@ -1037,70 +1037,29 @@ class LocationCIs:
 
 
 def compute_location_cis(
-    values: ArrayLike, groups: ArrayLike, runs: ArrayLike, *, n_groups: int, confidence: float = 0.95,
-    units: ArrayLike | None = None, sign: ArrayLike | None = None, covariate: ArrayLike | None = None,
-    blocks: ArrayLike | None = None, moderate: ArrayLike | None = None,
+    values: ArrayLike, groups: ArrayLike, runs: ArrayLike, *, n_groups: int, confidence: float = 0.95
 ) -> LocationCIs:
-    """The CI of a label's location from its units (log process medians), hierarchically.
+    """The CI of one label's location from its units (log process medians), hierarchically.
 
     Args:
         values: one log value per unit (a worker process's log median).
         groups: the group (label, case, metric) of each unit.
         runs: the run of each unit.
         n_groups: the number of groups.
-        units: each value's process across groups (a run's process that ran several
-            cases); with ``moderate``, the groups it marks are fitted by
-            ``moderated_oneway``: each process's shared effect apart, the case-specific
-            mean squares squeezed over the groups of one ``blocks`` code (a label), with
-            ``covariate`` as the trend and ``sign`` (+1 where higher is better) orienting
-            the shared effect.
 
     Returns:
-        ``LocationCIs``: the one-sample form of ``compute_hierarchical_tests``: with two
-        or more runs the run-level component is in the interval; with one, the interval
-        covers the processes of that run only (``runs_covered`` False). NaN with fewer
-        than ``MIN_UNITS`` units.
+        ``LocationCIs``: the one-sample form of ``compute_hierarchical_tests`` (no
+        moderation, nothing borrowed): with two or more runs the run-level component is
+        in the interval; with one, the interval covers the processes of that run only
+        (``runs_covered`` False). NaN with fewer than ``MIN_UNITS`` units.
     """
     y = np.asarray(values, dtype=np.float64)
-    g = np.asarray(groups, dtype=np.int64)
-    r = np.asarray(runs, dtype=np.int64)
-    ow = compute_oneway(y, g, np.zeros(y.size, np.int64), r, n_rows=n_groups, n_sides=1)
+    ow = compute_oneway(y, np.asarray(groups), np.zeros(y.size, np.int64), np.asarray(runs), n_rows=n_groups, n_sides=1)
     t = compute_hierarchical_tests(ow, higher_is_better=np.ones(n_groups, bool), paired=True, confidence=confidence)
-    out = {k: getattr(t, k).copy() for k in ("estimate", "ci_low", "ci_high", "se", "df")}
-    if units is not None and moderate is not None and np.any(moderate):
-        _moderated_locations(out, y, g, r, np.asarray(units, np.int64), n_groups=n_groups, confidence=confidence,
-                             sign=np.asarray(sign, np.float64), covariate=np.asarray(covariate, np.float64),
-                             blocks=np.asarray(blocks, np.int64), moderate=np.asarray(moderate, bool))
-    return LocationCIs(**out, runs_covered=ow.df_between > 0)
-
-
-def _dense(codes: np.ndarray) -> np.ndarray:
-    """``codes`` renumbered ``0..k-1``."""
-    return np.unique(codes, return_inverse=True)[1].astype(np.int64).ravel()
-
-
-def _moderated_locations(
-    out: dict[str, np.ndarray], y: np.ndarray, g: np.ndarray, r: np.ndarray, u: np.ndarray, *, n_groups: int,
-    confidence: float, sign: np.ndarray, covariate: np.ndarray, blocks: np.ndarray, moderate: np.ndarray,
-) -> None:
-    """``compute_location_cis``' moderated groups, one block at a time, written into ``out``."""
-    take = np.flatnonzero(moderate[g])
-    order = take[np.argsort(blocks[g[take]], kind="stable")]
-    cut = np.flatnonzero(np.diff(blocks[g[order]])) + 1
-    for part in np.split(order, cut):
-        if not part.size:
-            continue
-        members, rows = np.unique(g[part], return_inverse=True)
-        rows = rows.astype(np.int64).ravel()
-        k = members.size
-        ow, within, between, _, _ = moderated_oneway(
-            y[part], rows, np.zeros(part.size, np.int64), _dense(r[part]), _dense(u[part]),
-            sign=sign[members], n_rows=k, n_sides=1, x=covariate[members], moderate=True,
-        )
-        t = compute_hierarchical_tests(ow, higher_is_better=np.ones(k, bool), paired=True, within=within,
-                                       between=between, confidence=confidence)
-        for key in out:
-            out[key][members] = getattr(t, key)
+    return LocationCIs(
+        estimate=t.estimate, ci_low=t.ci_low, ci_high=t.ci_high, se=t.se, df=t.df,
+        runs_covered=ow.df_between > 0,
+    )
 
 
 # ----------------------------------------------------------------- multiple comparisons

@@ -600,7 +600,7 @@ def class_steps(inp: TrendInput, workloads: Mapping[str, WorkloadInfo]) -> list[
             for lab in ser.points:
                 r = by_label.get(lab)
                 pt = point_of_summary(r.estimate, r.ci_low, r.ci_high, int(r.n_processes), int(r.n_runs),
-                                      bool(r.runs_covered), df=r.df) if r is not None else None
+                                      bool(r.runs_covered)) if r is not None else None
                 if pt is not None:
                     labels.append(lab)
                     points.append(pt)
